@@ -1,0 +1,49 @@
+// swift-tools-version: 6.0
+import PackageDescription
+
+// The data flows config → chat service → event log → bots → actions → chat service; the targets
+// follow it. Each C library has its own small system-library target, imported by one module only.
+let package = Package(
+    name: "Perch",
+    platforms: [.macOS(.v15)],
+    products: [
+        .executable(name: "perch", targets: ["perch"]),
+        .library(name: "PerchChat", targets: ["PerchChat"]),
+        .library(name: "PerchConfig", targets: ["PerchConfig"]),
+        .executable(name: "FuzzConfig", targets: ["FuzzConfig"]),
+    ],
+    targets: [
+        // C libraries from Debian's packages (scripts/setup installs them).
+        .systemLibrary(name: "CYAML", pkgConfig: "yaml-0.1", providers: [.apt(["libyaml-dev"])]),
+        .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
+        .systemLibrary(name: "CPCRE2", pkgConfig: "libpcre2-8", providers: [.apt(["libpcre2-dev"])]),
+
+        // YAML with positions, on libyaml's event API.
+        .target(name: "PerchYAML", dependencies: ["CYAML"]),
+        // Regular expressions on PCRE2 (JIT), with the pattern's own compile errors.
+        .target(name: "PerchRegex", dependencies: ["CPCRE2"]),
+        // The pure chat core: types, rules, errors. No I/O, no clock.
+        .target(name: "PerchChat"),
+        // Configuration: config.yaml and bots/*.yaml decoded with located findings.
+        .target(name: "PerchConfig", dependencies: ["PerchYAML", "PerchRegex", "PerchChat"]),
+        // The chat service: rules applied over a store behind a protocol.
+        .target(name: "PerchService", dependencies: ["PerchChat"]),
+        // The SQLite store.
+        .target(name: "PerchSQLite", dependencies: ["PerchService", "PerchChat", "CSQLite"]),
+        // The commands, thin: each builds a frontend, runs it, turns failure into an exit code.
+        .target(name: "PerchCLI", dependencies: ["PerchConfig", "PerchService", "PerchSQLite"]),
+        .executableTarget(name: "perch", dependencies: ["PerchCLI"]),
+        // libFuzzer entry point for the configuration loader (build with --sanitize=fuzzer).
+        .executableTarget(name: "FuzzConfig", dependencies: ["PerchConfig"]),
+
+        .testTarget(name: "PerchYAMLTests", dependencies: ["PerchYAML"]),
+        .testTarget(
+            name: "PerchConfigTests",
+            dependencies: ["PerchConfig", "PerchCLI"],
+            resources: [.copy("Fixtures")]
+        ),
+        .testTarget(name: "PerchChatTests", dependencies: ["PerchChat"]),
+        .testTarget(name: "PerchServiceTests", dependencies: ["PerchService", "PerchSQLite", "PerchChat"]),
+    ],
+    swiftLanguageModes: [.v6]
+)

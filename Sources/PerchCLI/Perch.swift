@@ -1,0 +1,61 @@
+import Foundation
+import PerchConfig
+
+/// The `perch` command: parses the words, runs one subcommand, returns its exit code.
+public enum Perch {
+    public static let version = "0.1.0"
+
+    static let usage = """
+        usage: perch <command> [options]
+
+        commands:
+          check [--config config.yaml] [--format text|json]   validate config.yaml and bots/*.yaml
+          run   [--config config.yaml]                         start the host on the configured backend
+          version                                              print the version
+
+        """
+
+    /// The Swift plugins this build registers, by name.
+    public static let builtInPlugins: Set<String> = []
+
+    public static func main(_ arguments: [String], print write: @escaping (String) -> Void = { print($0) },
+        printError: @escaping (String) -> Void = { FileHandle.standardError.write(Data(($0 + "\n").utf8)) }) -> Int32
+    {
+        let parsed: ParsedArguments
+        do {
+            parsed = try ParsedArguments(arguments, valued: ["config", "format", "log-format"])
+        } catch {
+            printError("perch: \(error)\n\n\(usage)")
+            return 64
+        }
+        let configPath = parsed.options["config"] ?? "config.yaml"
+        let loader = ConfigurationLoader(swiftPlugins: builtInPlugins)
+        switch parsed.command {
+        case "check":
+            let format = parsed.options["format"] ?? "text"
+            guard format == "text" || format == "json" else {
+                printError("perch: --format is text or json, not '\(format)'")
+                return 64
+            }
+            return CheckCommand(configPath: configPath, json: format == "json", loader: loader).run(print: write)
+        case "run":
+            let loaded = loader.load(configPath: configPath)
+            for finding in loaded.findings { printError(finding.description) }
+            guard loaded.isValid else {
+                printError("perch: the configuration has errors; nothing started (\(CheckCommand.summary(loaded)))")
+                return 1
+            }
+            write("perch: configuration valid (\(CheckCommand.summary(loaded))); the host is not built yet")
+            return 0
+        case "version", "--version":
+            write("perch \(version)")
+            return 0
+        case nil, "help":
+            write(usage)
+            return parsed.command == nil ? 64 : 0
+        default:
+            printError("perch: unknown command '\(parsed.command!)'\n\n\(usage)")
+            return 64
+        }
+    }
+}

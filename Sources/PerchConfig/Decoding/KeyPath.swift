@@ -1,0 +1,64 @@
+/// A coding key built by the configuration decoder: a mapping key or a list index.
+struct PathKey: CodingKey, Hashable {
+    var stringValue: String
+    var intValue: Int?
+
+    init(stringValue: String) {
+        self.stringValue = stringValue
+        self.intValue = nil
+    }
+
+    init(intValue: Int) {
+        self.stringValue = String(intValue)
+        self.intValue = intValue
+    }
+}
+
+/// Renders a coding path the way the findings name it: `rules[2].do[1].pin`.
+public func renderKeyPath(_ path: [any CodingKey]) -> String {
+    var text = ""
+    for key in path {
+        if let index = key.intValue {
+            text += "[\(index)]"
+        } else {
+            if !text.isEmpty { text += "." }
+            text += key.stringValue
+        }
+    }
+    return text
+}
+
+/// The Damerau-free Levenshtein distance, for "did you mean" suggestions.
+func editDistance(_ a: String, _ b: String) -> Int {
+    let a = Array(a.unicodeScalars)
+    let b = Array(b.unicodeScalars)
+    guard !a.isEmpty else { return b.count }
+    guard !b.isEmpty else { return a.count }
+    var previous = Array(0...b.count)
+    var current = [Int](repeating: 0, count: b.count + 1)
+    for i in 1...a.count {
+        current[0] = i
+        for j in 1...b.count {
+            let cost = a[i - 1] == b[j - 1] ? 0 : 1
+            current[j] = min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + cost)
+        }
+        swap(&previous, &current)
+    }
+    return previous[b.count]
+}
+
+/// The closest candidate within edit distance 2, ignoring case and `_`/`-`, or nil.
+func suggestion(for word: String, among candidates: some Sequence<String>) -> String? {
+    func fold(_ text: String) -> String {
+        String(text.lowercased().unicodeScalars.filter { $0 != "_" && $0 != "-" })
+    }
+    let folded = fold(word)
+    var best: (String, Int)?
+    for candidate in candidates {
+        let distance = min(editDistance(word, candidate), editDistance(folded, fold(candidate)))
+        if distance <= 2, best == nil || distance < best!.1 || (distance == best!.1 && candidate < best!.0) {
+            best = (candidate, distance)
+        }
+    }
+    return best?.0
+}

@@ -1,0 +1,208 @@
+import PerchChat
+import PerchRegex
+import PerchYAML
+
+/// The checks across bot files: unique names and users, references to groups, users, plugins
+/// and strings, regular expressions, schedules and template placeholders.
+struct BotValidator {
+    let config: PerchConfiguration
+    let bots: [LoadedBot]
+    let swiftPlugins: Set<String>
+    var findings: [Finding] = []
+
+    init(config: PerchConfiguration, bots: [LoadedBot], swiftPlugins: Set<String>) {
+        self.config = config
+        self.bots = bots
+        self.swiftPlugins = swiftPlugins
+    }
+
+    var knownGroups: Set<String> { Set(config.seed.groups.map(\.guid)) }
+    var knownUsers: Set<String> { Set(config.seed.users.map(\.uid) + bots.map(\.bot.user.uid)) }
+
+    mutating func error(_ bot: LoadedBot, _ path: String, _ message: String) {
+        findings.append(Finding(location: bot.locations.location(of: path), path: path, message: message))
+    }
+
+    func unknown(_ kind: String, _ name: String, among known: Set<String>, where place: String) -> String {
+        var message = "unknown \(kind) '\(name)'"
+        if let close = suggestion(for: name, among: known) { message += "; did you mean '\(close)'?" }
+        return message + " (\(place))"
+    }
+
+    consuming func validate() -> [Finding] {
+        var names: [String: LoadedBot] = [:]
+        var uids: [String: LoadedBot] = [:]
+        let seeded = Set(config.seed.users.map(\.uid))
+        for loaded in bots {
+            let bot = loaded.bot
+            if bot.name.isEmpty {
+                error(loaded, "name", "a bot needs a name")
+            } else if let first = names[bot.name] {
+                error(loaded, "name", "another bot is named '\(bot.name)' (\(first.locations.location(of: "name")))")
+            } else {
+                names[bot.name] = loaded
+            }
+            if !User.isValidUID(bot.user.uid) {
+                error(loaded, "user.uid", "'\(bot.user.uid)' is not a valid uid (1–100 of A–Z, a–z, 0–9, _, -)")
+            } else if bot.user.uid == User.system {
+                error(loaded, "user.uid", "'app_system' is reserved; give the bot its own uid and `system: true`")
+            } else if let first = uids[bot.user.uid] {
+                error(loaded, "user.uid",
+                    "bot '\(first.bot.name)' already uses user '\(bot.user.uid)' (\(first.locations.location(of: "user.uid")))")
+            } else if seeded.contains(bot.user.uid) {
+                error(loaded, "user.uid", "user '\(bot.user.uid)' is a seeded person in config.yaml, not a bot")
+            } else {
+                uids[bot.user.uid] = loaded
+            }
+            if bot.commandPrefix.isEmpty || bot.commandPrefix.contains(where: \.isWhitespace) {
+                error(loaded, "command_prefix", "a command prefix is one or more non-space characters")
+            }
+            for (index, group) in bot.groups.enumerated() where !knownGroups.contains(group.guid) {
+                error(loaded, "groups[\(index)]", unknown("group", group.guid, among: knownGroups, where: "not in seed.groups"))
+            }
+            validateRateLimit(loaded)
+            validatePlugins(loaded)
+            for index in bot.rules.indices { validateRule(loaded, index) }
+        }
+        return findings
+    }
+
+    mutating func validateRateLimit(_ loaded: LoadedBot) {
+        let limit = loaded.bot.rateLimit
+        for (path, value) in [
+            ("rate_limit.per_minute", limit.perMinute), ("rate_limit.burst", limit.burst),
+            ("rate_limit.per_conversation_per_minute", limit.perConversationPerMinute),
+        ] where !(1...100_000).contains(value) {
+            error(loaded, path, "\(value) is out of range; expected 1 to 100000")
+        }
+    }
+
+    mutating func validatePlugins(_ loaded: LoadedBot) {
+        var seen: Set<String> = []
+        for (index, plugin) in loaded.bot.plugins.enumerated() {
+            let path = "plugins[\(index)]"
+            if !seen.insert(plugin.name).inserted {
+                error(loaded, path + ".name", "plugin '\(plugin.name)' is listed twice")
+            }
+            if let exec = plugin.exec {
+                if exec.isEmpty || exec[0].isEmpty { error(loaded, path + ".exec", "exec needs a command") }
+            } else if !swiftPlugins.contains(plugin.name) {
+                error(loaded, path + ".name",
+                    unknown("plugin", plugin.name, among: swiftPlugins, where: "no Swift plugin has this name; give `exec` for an external one"))
+            }
+            if !(10...600_000).contains(plugin.timeoutMilliseconds) {
+                error(loaded, path + ".timeout_ms", "\(plugin.timeoutMilliseconds) is out of range; expected 10 to 600000")
+            }
+        }
+    }
+
+    mutating func validateRule(_ loaded: LoadedBot, _ index: Int) {
+        let bot = loaded.bot
+        let rule = bot.rules[index]
+        let path = "rules[\(index)]"
+        switch rule.trigger {
+        case .mention(let uids):
+            for uid in uids where !knownUsers.contains(uid) {
+                error(loaded, path + ".on.mention", unknown("user", uid, among: knownUsers, where: "not seeded and not a bot"))
+            }
+        case .schedule(let cron, let target):
+            do { _ = try CronExpression(cron) } catch { self.error(loaded, path + ".on.schedule", error.description) }
+            switch target {
+            case .group(let guid) where !knownGroups.contains(guid):
+                error(loaded, path + ".on.group", unknown("group", guid, among: knownGroups, where: "not in seed.groups"))
+            case .user(let uid) where !knownUsers.contains(uid):
+                error(loaded, path + ".on.user", unknown("user", uid, among: knownUsers, where: "not seeded and not a bot"))
+            default: break
+            }
+        case .webhook(let name):
+            if !User.isValidUID(name) { error(loaded, path + ".on.webhook", "a webhook name is 1–100 of A–Z, a–z, 0–9, _, -") }
+        default:
+            break
+        }
+        let conditions = rule.conditions
+        for (position, guid) in (conditions.groups ?? []).enumerated() where !knownGroups.contains(guid) {
+            let at = (conditions.groups?.count ?? 0) > 1 ? "\(path).when.groups[\(position)]" : "\(path).when.groups"
+            error(loaded, at, unknown("group", guid, among: knownGroups, where: "not in seed.groups"))
+        }
+        for uid in conditions.from ?? [] where !knownUsers.contains(uid) {
+            error(loaded, path + ".when.from", unknown("user", uid, among: knownUsers, where: "not seeded and not a bot"))
+        }
+        var captures: Set<String> = []
+        if let pattern = conditions.textMatches {
+            do {
+                captures = Set(try Pattern(pattern).captureNames.values)
+            } catch {
+                self.error(loaded, path + ".when.text_matches", "invalid regular expression: \(error.description)")
+            }
+        }
+        if let words = conditions.containsWords {
+            if words.isEmpty { error(loaded, path + ".when.contains_words", "the word list is empty") }
+            for (position, word) in words.enumerated() where word.trimmingCharacters(in: .whitespaces).isEmpty {
+                error(loaded, path + ".when.contains_words[\(position)]", "a word cannot be empty")
+            }
+        }
+        if !rule.trigger.isMessageTrigger, conditions.textMatches != nil || conditions.containsWords != nil,
+            rule.trigger != .edited
+        {
+            error(loaded, path + ".when", "text conditions apply to message triggers (message, thread_reply, mention, command, edited)")
+        }
+        if rule.actions.isEmpty { error(loaded, path + ".do", "a rule needs at least one action") }
+        let plugins = Set(bot.plugins.map(\.name))
+        for (position, action) in rule.actions.enumerated() {
+            let actionPath = "\(path).do[\(position)]"
+            switch action {
+            case .pin(let asSystem) where asSystem && !bot.system:
+                error(loaded, actionPath + ".pin", "pinning as app_system needs `system: true` on the bot")
+            case .plugin(let name) where !plugins.contains(name):
+                error(loaded, actionPath + ".plugin", unknown("plugin", name, among: plugins, where: "not in this bot's plugins"))
+            case .subscribe(.user(let uid)), .unsubscribe(.user(let uid)):
+                if !knownUsers.contains(uid) {
+                    error(loaded, actionPath + "." + action.name, unknown("user", uid, among: knownUsers, where: "write sender, self or a known uid"))
+                }
+            default:
+                break
+            }
+            if let template = action.template {
+                validateTemplate(loaded, template, at: actionPath + "." + action.name, captures: captures, trigger: rule.trigger)
+            }
+        }
+    }
+
+    mutating func validateTemplate(_ loaded: LoadedBot, _ template: Template, at path: String, captures: Set<String>,
+        trigger: Trigger)
+    {
+        for variable in template.variables {
+            let root = variable[0]
+            switch root {
+            case "strings":
+                let key = variable.dropFirst().joined(separator: ".")
+                if config.strings[key] == nil {
+                    error(loaded, path, unknown("string", key, among: Set(config.strings.entries.keys), where: "not in the strings table"))
+                }
+            case "sender", "message", "parent":
+                let fields: Set<String> = root == "sender" ? ["uid", "name"] : ["id", "text", "sender"]
+                if variable.count != 2 || !fields.contains(variable[1]) {
+                    error(loaded, path, "unknown placeholder '{\(variable.joined(separator: "."))}'; \(root) has "
+                        + fields.sorted().map { "{\(root).\($0)}" }.joined(separator: ", "))
+                }
+            case "group":
+                if variable.count != 2 || variable[1] != "guid" { error(loaded, path, "unknown placeholder; write {group.guid}") }
+            case "webhook":
+                if case .webhook = trigger {} else { error(loaded, path, "{webhook...} is only set for webhook triggers") }
+            case "args":
+                if case .command = trigger {} else { error(loaded, path, "{args} is only set for command triggers") }
+            default:
+                if variable.count != 1 || !captures.contains(root) {
+                    var message = "unknown placeholder '{\(variable.joined(separator: "."))}'"
+                    let names = captures.union(["sender.name", "sender.uid", "message.text", "parent.text", "args"])
+                    if let close = suggestion(for: variable.joined(separator: "."), among: names) {
+                        message += "; did you mean '{\(close)}'?"
+                    } else {
+                        message += " (not a named capture of text_matches)"
+                    }
+                    error(loaded, path, message)
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,164 @@
+import PerchYAML
+
+/// One action of a rule. Written as a name when it takes nothing (`- pin`, `- delete`) or as a
+/// one-key mapping (`- reply: "Hi {sender.name}"`, `- pin: {as: app_system}`).
+public enum Action: Sendable, Equatable {
+    /// A new message in the same conversation (top level).
+    case reply(Template)
+    /// A reply in the thread of the message (its root when the message is itself a reply).
+    case replyInThread(Template)
+    /// A quote reply to the message; on a quote reply, a plain reply (the 1-depth rule).
+    case quoteReply(Template)
+    /// A one-on-one message from the bot to the sender.
+    case directMessage(Template)
+    /// Pin the message; `asSystem` pins as `app_system` (bots with `system: true` only).
+    case pin(asSystem: Bool)
+    case unpin
+    /// Save the message for the bot's user.
+    case save
+    /// Subscribe someone to the message's thread (its root when the message is a reply).
+    case subscribe(Who)
+    case unsubscribe(Who)
+    /// Delete the message (the bot needs moderator scope in the group).
+    case delete
+    /// Kick the sender from the group.
+    case kick
+    /// Ban the sender from the group.
+    case ban
+    /// Hand the event to a plugin of the bot.
+    case plugin(String)
+
+    public enum Who: Sendable, Equatable {
+        case sender
+        case `self`
+        case user(String)
+    }
+
+    public static let names = [
+        "reply", "reply_in_thread", "quote_reply", "direct_message", "pin", "unpin", "save", "subscribe", "unsubscribe",
+        "delete", "kick", "ban", "plugin",
+    ]
+
+    public var name: String {
+        switch self {
+        case .reply: return "reply"
+        case .replyInThread: return "reply_in_thread"
+        case .quoteReply: return "quote_reply"
+        case .directMessage: return "direct_message"
+        case .pin: return "pin"
+        case .unpin: return "unpin"
+        case .save: return "save"
+        case .subscribe: return "subscribe"
+        case .unsubscribe: return "unsubscribe"
+        case .delete: return "delete"
+        case .kick: return "kick"
+        case .ban: return "ban"
+        case .plugin: return "plugin"
+        }
+    }
+
+    /// The template the action sends, if any.
+    public var template: Template? {
+        switch self {
+        case .reply(let t), .replyInThread(let t), .quoteReply(let t), .directMessage(let t): return t
+        default: return nil
+        }
+    }
+}
+
+extension Action: Decodable, ConfigPlaceholder {
+    public static var placeholder: Action { .unpin }
+
+    public init(from decoder: any Decoder) throws {
+        let name: String
+        var argument: YAMLNode?
+        switch decoder.configNode?.content {
+        case .scalar?:
+            name = try decoder.singleValueContainer().decode(String.self)
+        case .mapping(let pairs)?:
+            guard pairs.count == 1, let key = pairs[0].key.scalar else {
+                throw ConfigValueError(
+                    "an action is one key (\(Self.names.joined(separator: ", "))), found \(pairs.count) keys")
+            }
+            name = key
+            argument = pairs[0].value
+            _ = try decoder.container(keyedBy: PathKey.self).allKeys
+        default:
+            throw ConfigValueError("expected an action name or a one-key mapping")
+        }
+        let key = PathKey(stringValue: name)
+        func text() throws -> Template {
+            guard argument != nil else { throw ConfigValueError("action '\(name)' needs the text to send") }
+            return try decoder.container(keyedBy: PathKey.self).decode(Template.self, forKey: key)
+        }
+        func who() throws -> Who {
+            guard argument != nil, argument?.isNull == false else { return .sender }
+            return try decoder.container(keyedBy: PathKey.self).decode(WhoOption.self, forKey: key).who
+        }
+        switch name {
+        case "reply": self = .reply(try text())
+        case "reply_in_thread": self = .replyInThread(try text())
+        case "quote_reply": self = .quoteReply(try text())
+        case "direct_message": self = .directMessage(try text())
+        case "pin":
+            let options =
+                argument == nil
+                ? nil : try decoder.container(keyedBy: PathKey.self).decodeIfPresent(PinOptions.self, forKey: key)
+            self = .pin(asSystem: options?.asSystem ?? false)
+        case "unpin": self = .unpin
+        case "save": self = .save
+        case "subscribe": self = .subscribe(try who())
+        case "unsubscribe": self = .unsubscribe(try who())
+        case "delete": self = .delete
+        case "kick": self = .kick
+        case "ban": self = .ban
+        case "plugin":
+            guard argument != nil else { throw ConfigValueError("action 'plugin' needs the plugin's name") }
+            self = .plugin(try decoder.container(keyedBy: PathKey.self).decode(String.self, forKey: key))
+        default:
+            var message = "unknown action '\(name)'"
+            if let close = suggestion(for: name, among: Self.names) { message += "; did you mean '\(close)'?" }
+            throw ConfigValueError(message + " (actions: \(Self.names.joined(separator: ", ")))")
+        }
+        if argument != nil, ["unpin", "save", "delete", "kick", "ban"].contains(name), argument?.isNull == false {
+            throw ConfigValueError("action '\(name)' takes no argument")
+        }
+    }
+}
+
+struct PinOptions: Decodable {
+    var asSystem: Bool
+
+    enum CodingKeys: String, CodingKey { case `as` }
+
+    init(from decoder: any Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        let identity = try c.decodeIfPresent(String.self, forKey: .as)
+        switch identity {
+        case nil, "bot": asSystem = false
+        case "app_system": asSystem = true
+        case let other?: throw ConfigValueError("'as' is 'app_system' or 'bot', found '\(other)'")
+        }
+    }
+}
+
+/// `sender`, `self` or a uid, written alone or as `{who: ...}`.
+struct WhoOption: Decodable {
+    var who: Action.Who
+
+    enum CodingKeys: String, CodingKey { case who }
+
+    init(from decoder: any Decoder) throws {
+        let text: String
+        if case .scalar? = decoder.configNode?.content {
+            text = try decoder.singleValueContainer().decode(String.self)
+        } else {
+            text = try decoder.container(keyedBy: CodingKeys.self).decode(String.self, forKey: .who)
+        }
+        switch text {
+        case "sender": who = .sender
+        case "self": who = .`self`
+        default: who = .user(text)
+        }
+    }
+}

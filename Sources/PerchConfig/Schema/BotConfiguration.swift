@@ -1,0 +1,181 @@
+import PerchChat
+import PerchYAML
+
+/// One `bots/*.yaml` file: a bot user, which group messages it hears, and its rules.
+public struct BotConfiguration: Decodable, Sendable {
+    /// `name` (required): unique among the bots; used in logs, metrics and plugin state.
+    public var name: String
+    /// `user` (required): the bot's chat user, `uid` and `name`; created or updated at start.
+    public var user: BotUser
+    /// `system` (default false): the bot may act as `app_system` (`pin: {as: app_system}`).
+    public var system: Bool
+    /// `enabled` (default true).
+    public var enabled: Bool
+    /// `groups` (default none): groups the bot joins at start, as a participant unless `scope` says.
+    public var groups: [BotGroup]
+    /// `hears` (default `all`): which group messages reach the bot at all, like CometChat's
+    /// `groupChatSetting`: `all`, `commands` (starting with the prefix) or `mentions`.
+    public var hears: Hears
+    /// `command_prefix` (default `!`).
+    public var commandPrefix: String
+    /// `thread_subscription` (default true): this bot's follow commands; ANDed with
+    /// `ui.threadSubscription.enabled`.
+    public var threadSubscription: Bool
+    /// `rate_limit`: the bot's outgoing actions, per bot and per conversation (token buckets).
+    public var rateLimit: RateLimit
+    /// `plugins` (default none): Swift plugins by name, or external ones with `exec`.
+    public var plugins: [PluginReference]
+    /// `rules` (default none).
+    public var rules: [Rule]
+
+    enum CodingKeys: String, CodingKey {
+        case name, user, system, enabled, groups, hears, rules, plugins
+        case commandPrefix = "command_prefix"
+        case threadSubscription = "thread_subscription"
+        case rateLimit = "rate_limit"
+    }
+
+    public init(from decoder: any Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        name = try c.decode(String.self, forKey: .name)
+        user = try c.decode(BotUser.self, forKey: .user)
+        system = try c.decodeIfPresent(Bool.self, forKey: .system) ?? false
+        enabled = try c.decodeIfPresent(Bool.self, forKey: .enabled) ?? true
+        groups = try c.decodeIfPresent([BotGroup].self, forKey: .groups) ?? []
+        hears = try c.decodeIfPresent(Hears.self, forKey: .hears) ?? .all
+        commandPrefix = try c.decodeIfPresent(String.self, forKey: .commandPrefix) ?? "!"
+        threadSubscription = try c.decodeIfPresent(Bool.self, forKey: .threadSubscription) ?? true
+        rateLimit = try c.decodeIfPresent(RateLimit.self, forKey: .rateLimit) ?? RateLimit()
+        plugins = try c.decodeIfPresent([PluginReference].self, forKey: .plugins) ?? []
+        rules = try c.decodeIfPresent([Rule].self, forKey: .rules) ?? []
+    }
+}
+
+public struct BotUser: Decodable, Sendable {
+    /// `uid` (required).
+    public var uid: String
+    /// `name` (default: the uid).
+    public var name: String
+
+    enum CodingKeys: String, CodingKey { case uid, name }
+
+    public init(from decoder: any Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        uid = try c.decode(String.self, forKey: .uid)
+        name = try c.decodeIfPresent(String.self, forKey: .name) ?? uid
+    }
+}
+
+/// A group the bot joins: a guid, or `{guid, scope}`.
+public struct BotGroup: Decodable, Sendable {
+    public var guid: String
+    public var scope: GroupMemberScope
+
+    enum CodingKeys: String, CodingKey { case guid, scope }
+
+    public init(from decoder: any Decoder) throws {
+        if case .scalar? = decoder.configNode?.content {
+            guid = try decoder.singleValueContainer().decode(String.self)
+            scope = .participant
+            return
+        }
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        guid = try c.decode(String.self, forKey: .guid)
+        scope = try c.decodeIfPresent(GroupMemberScope.self, forKey: .scope) ?? .participant
+    }
+}
+
+public enum Hears: String, Decodable, Sendable, CaseIterable {
+    case all
+    case commands
+    case mentions
+}
+
+public struct RateLimit: Decodable, Sendable {
+    /// `per_minute` (default 120): actions a minute for the whole bot.
+    public var perMinute = 120
+    /// `burst` (default 20): actions at once before the rate applies.
+    public var burst = 20
+    /// `per_conversation_per_minute` (default 30, CometChat's per-user send rate).
+    public var perConversationPerMinute = 30
+
+    public init() {}
+
+    enum CodingKeys: String, CodingKey {
+        case perMinute = "per_minute"
+        case burst
+        case perConversationPerMinute = "per_conversation_per_minute"
+    }
+
+    public init(from decoder: any Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        perMinute = try c.decodeIfPresent(Int.self, forKey: .perMinute) ?? perMinute
+        burst = try c.decodeIfPresent(Int.self, forKey: .burst) ?? burst
+        perConversationPerMinute =
+            try c.decodeIfPresent(Int.self, forKey: .perConversationPerMinute) ?? perConversationPerMinute
+    }
+}
+
+/// A plugin the bot uses: a Swift plugin registered under `name`, or an external process.
+public struct PluginReference: Decodable, Sendable {
+    /// `name` (required): the name actions call it by (`plugin: name`).
+    public var name: String
+    /// `exec` (default none): command and arguments of an out-of-process plugin (JSON-RPC on stdio).
+    public var exec: [String]?
+    /// `timeout_ms` (default 5000): how long one event may take before it is abandoned.
+    public var timeoutMilliseconds: Int
+    /// `config` (default none): handed to the plugin, which decodes it into its own type.
+    public var config: ConfigSubtree?
+
+    enum CodingKeys: String, CodingKey {
+        case name, exec, config
+        case timeoutMilliseconds = "timeout_ms"
+    }
+
+    public init(from decoder: any Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        name = try c.decode(String.self, forKey: .name)
+        exec = try c.decodeIfPresent([String].self, forKey: .exec)
+        timeoutMilliseconds = try c.decodeIfPresent(Int.self, forKey: .timeoutMilliseconds) ?? 5000
+        config = try c.decodeIfPresent(ConfigSubtree.self, forKey: .config)
+    }
+}
+
+/// A YAML subtree kept as it was written (with positions) for a plugin to decode later.
+public struct ConfigSubtree: Decodable, Sendable {
+    public var node: YAMLNode
+
+    public init(from decoder: any Decoder) throws {
+        guard let node = decoder.configNode else { throw ConfigValueError("expected a mapping") }
+        // Every key below belongs to the plugin: mark them as known by reading them all.
+        if case .mapping = node.content { _ = try decoder.container(keyedBy: PathKey.self).allKeys }
+        self.node = node
+    }
+}
+
+/// One rule: when `on` fires and every condition of `when` holds, the actions of `do` run in order.
+public struct Rule: Decodable, Sendable {
+    /// `name` (default `rules[i]`): for logs, metrics and dry runs.
+    public var name: String?
+    /// `on` (required): the trigger.
+    public var trigger: Trigger
+    /// `when` (default none): conditions, all of which must hold.
+    public var conditions: Conditions
+    /// `do` (required): the actions, at least one.
+    public var actions: [Action]
+
+    enum CodingKeys: String, CodingKey {
+        case name
+        case trigger = "on"
+        case conditions = "when"
+        case actions = "do"
+    }
+
+    public init(from decoder: any Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        name = try c.decodeIfPresent(String.self, forKey: .name)
+        trigger = try c.decode(Trigger.self, forKey: .trigger)
+        conditions = try c.decodeIfPresent(Conditions.self, forKey: .conditions) ?? Conditions()
+        actions = try c.decode([Action].self, forKey: .actions)
+    }
+}

@@ -1,0 +1,33 @@
+/// The copy table: seed 001's strings with their default copy, overridable and extensible in
+/// `config.yaml` under `strings`, used by bot templates as `{strings.KEY}`.
+public struct StringTable: Decodable, Sendable {
+    /// The keys of seed 001 and their default copy.
+    public static let defaults: [String: String] = [
+        "THREAD_SUBSCRIBE": "Subscribe to thread",
+        "THREAD_UNSUBSCRIBE": "Unsubscribe from thread",
+        "THREAD_SUBSCRIBED": "Following",
+        "THREAD_SUBSCRIBED_TOAST": "Subscribed. You'll be notified about new replies in this thread.",
+        "THREAD_UNSUBSCRIBED_TOAST": "Unsubscribed. Notifications are off until you reply or are mentioned.",
+        "THREAD_SUBSCRIPTION_FAILED": "Couldn't update. Please try again.",
+        "THREAD_UNAVAILABLE": "You no longer have access to this thread.",
+    ]
+
+    public private(set) var entries: [String: String]
+    /// Where each overridden or added key was written, for findings.
+    public private(set) var written: [String] = []
+
+    public init(overrides: [String: String] = [:]) {
+        entries = Self.defaults.merging(overrides) { _, new in new }
+        written = Array(overrides.keys)
+    }
+
+    public init(from decoder: any Decoder) throws {
+        let overrides = try decoder.singleValueContainer().decode([String: String].self)
+        self.init(overrides: overrides)
+    }
+
+    public subscript(key: String) -> String? { entries[key] }
+
+    /// The text of `key`, or the key itself when the table lacks it (validation prevents that).
+    public func text(_ key: String) -> String { entries[key] ?? key }
+}

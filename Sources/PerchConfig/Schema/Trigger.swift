@@ -1,0 +1,114 @@
+import PerchYAML
+
+/// What starts a rule. Written as a name (`on: thread_reply`) or, for triggers with arguments, a
+/// mapping (`on: {command: follow}`, `on: {schedule: "0 9 * * 1", group: general}`).
+public enum Trigger: Sendable, Equatable {
+    /// Any new message the bot hears (text, media or custom), threaded or not.
+    case message
+    /// A new message with `parentMessageId != 0`.
+    case threadReply
+    /// A new message mentioning the bot, or any of `uids` when given.
+    case mention(uids: [String])
+    /// A new text message `<prefix><name> [arguments]`.
+    case command(name: String)
+    case pinned
+    case unpinned
+    case edited
+    case deleted
+    case memberJoined
+    /// A cron schedule (five fields, UTC) posting into one conversation.
+    case schedule(cron: String, target: ScheduleTarget)
+    /// A named inbound HTTP hook, `POST /v3/hooks/{name}`, whose JSON body templates can read.
+    case webhook(name: String)
+
+    public enum ScheduleTarget: Sendable, Equatable {
+        case group(String)
+        case user(String)
+    }
+
+    public static let names = [
+        "message", "thread_reply", "mention", "command", "pinned", "unpinned", "edited", "deleted", "member_joined",
+        "schedule", "webhook",
+    ]
+
+    /// Whether the trigger fires on new messages (and so reads text, mentions, threads).
+    public var isMessageTrigger: Bool {
+        switch self {
+        case .message, .threadReply, .mention, .command: return true
+        default: return false
+        }
+    }
+}
+
+extension Trigger: Decodable, ConfigPlaceholder {
+    public static var placeholder: Trigger { .message }
+
+    enum CodingKeys: String, CodingKey {
+        case mention, command, schedule, webhook, group, user
+    }
+
+    public init(from decoder: any Decoder) throws {
+        if case .scalar? = decoder.configNode?.content {
+            let name = try decoder.singleValueContainer().decode(String.self)
+            switch name {
+            case "message": self = .message
+            case "thread_reply": self = .threadReply
+            case "mention": self = .mention(uids: [])
+            case "pinned": self = .pinned
+            case "unpinned": self = .unpinned
+            case "edited": self = .edited
+            case "deleted": self = .deleted
+            case "member_joined": self = .memberJoined
+            case "command", "schedule", "webhook":
+                throw ConfigValueError("trigger '\(name)' needs an argument: write `on: {\(name): ...}`")
+            default:
+                var message = "unknown trigger '\(name)'"
+                if let close = suggestion(for: name, among: Self.names) { message += "; did you mean '\(close)'?" }
+                throw ConfigValueError(message + " (triggers: \(Self.names.joined(separator: ", ")))")
+            }
+            return
+        }
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        let present = c.allKeys.map(\.stringValue).filter { ["mention", "command", "schedule", "webhook"].contains($0) }
+        guard present.count == 1 else {
+            throw ConfigValueError(
+                present.isEmpty
+                    ? "a trigger mapping names one of mention, command, schedule, webhook"
+                    : "a trigger names one kind, found \(present.joined(separator: " and "))")
+        }
+        switch present[0] {
+        case "mention":
+            self = .mention(uids: try c.decode(StringList.self, forKey: .mention).values)
+        case "command":
+            let name = try c.decode(String.self, forKey: .command)
+            guard !name.isEmpty, !name.contains(where: \.isWhitespace) else {
+                throw ConfigValueError("a command name is one word, found '\(name)'")
+            }
+            self = .command(name: name)
+        case "webhook":
+            self = .webhook(name: try c.decode(String.self, forKey: .webhook))
+        default:
+            let cron = try c.decode(String.self, forKey: .schedule)
+            let group = try c.decodeIfPresent(String.self, forKey: .group)
+            let user = try c.decodeIfPresent(String.self, forKey: .user)
+            switch (group, user) {
+            case (let guid?, nil): self = .schedule(cron: cron, target: .group(guid))
+            case (nil, let uid?): self = .schedule(cron: cron, target: .user(uid))
+            default: throw ConfigValueError("a schedule posts into one conversation: give `group` or `user`")
+            }
+        }
+    }
+}
+
+/// A list of strings that may also be written as one string.
+struct StringList: Decodable {
+    var values: [String]
+
+    init(from decoder: any Decoder) throws {
+        if case .scalar? = decoder.configNode?.content {
+            values = [try decoder.singleValueContainer().decode(String.self)]
+        } else {
+            values = try decoder.singleValueContainer().decode([String].self)
+        }
+    }
+}

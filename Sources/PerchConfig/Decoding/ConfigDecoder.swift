@@ -84,7 +84,15 @@ final class DecodingSession {
         } catch is AlreadyReported {
             throw AlreadyReported()
         } catch {
-            if !quiet { report(Self.describe(error), at: node?.location ?? fallbackLocation(path), path: path) }
+            if !quiet {
+                var message = Self.describe(error)
+                if let choices = T.self as? any ConfigChoiceNames.Type, let text = node?.scalar {
+                    message = "unknown value '\(text)'"
+                    if let close = suggestion(for: text, among: choices.choiceNames) { message += "; did you mean '\(close)'?" }
+                    message += " (expected one of: \(choices.choiceNames.joined(separator: ", ")))"
+                }
+                report(message, at: node?.location ?? fallbackLocation(path), path: path)
+            }
             throw AlreadyReported()
         }
     }

@@ -14,3 +14,16 @@ extension Double: ConfigPlaceholder { public static var placeholder: Double { 0 
 extension Array: ConfigPlaceholder { public static var placeholder: [Element] { [] } }
 extension Dictionary: ConfigPlaceholder { public static var placeholder: [Key: Value] { [:] } }
 extension Optional: ConfigPlaceholder { public static var placeholder: Wrapped? { nil } }
+
+/// A closed set of names (`hears: all | commands | mentions`): a wrong one is reported with the
+/// valid names and the closest one.
+public protocol ConfigChoice: CaseIterable, RawRepresentable<String>, Decodable {}
+
+/// The non-generic face of ``ConfigChoice``, for the decoder.
+protocol ConfigChoiceNames {
+    static var choiceNames: [String] { get }
+}
+
+extension ConfigChoice {
+    static var choiceNames: [String] { allCases.map(\.rawValue) }
+}

@@ -47,7 +47,8 @@ func editDistance(_ a: String, _ b: String) -> Int {
     return previous[b.count]
 }
 
-/// The closest candidate within edit distance 2, ignoring case and `_`/`-`, or nil.
+/// The closest candidate within edit distance 2 (3 for words of 12 letters and more), ignoring
+/// case and `_`/`-`, or nil.
 func suggestion(for word: String, among candidates: some Sequence<String>) -> String? {
     func fold(_ text: String) -> String {
         String(text.lowercased().unicodeScalars.filter { $0 != "_" && $0 != "-" })
@@ -56,7 +57,7 @@ func suggestion(for word: String, among candidates: some Sequence<String>) -> St
     var best: (String, Int)?
     for candidate in candidates {
         let distance = min(editDistance(word, candidate), editDistance(folded, fold(candidate)))
-        if distance <= 2, best == nil || distance < best!.1 || (distance == best!.1 && candidate < best!.0) {
+        if distance <= max(2, word.count / 4), best == nil || distance < best!.1 || (distance == best!.1 && candidate < best!.0) {
             best = (candidate, distance)
         }
     }

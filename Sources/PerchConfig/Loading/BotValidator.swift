@@ -102,8 +102,8 @@ struct BotValidator {
         let path = "rules[\(index)]"
         switch rule.trigger {
         case .mention(let uids):
-            for uid in uids where !knownUsers.contains(uid) {
-                error(loaded, path + ".on.mention", unknown("user", uid, among: knownUsers, where: "not seeded and not a bot"))
+            for (position, uid) in uids.enumerated() where !knownUsers.contains(uid) {
+                error(loaded, item(loaded, path + ".on.mention", position), unknown("user", uid, among: knownUsers, where: "not seeded and not a bot"))
             }
         case .schedule(let cron, let target):
             do { _ = try CronExpression(cron) } catch { self.error(loaded, path + ".on.schedule", error.description) }
@@ -121,11 +121,12 @@ struct BotValidator {
         }
         let conditions = rule.conditions
         for (position, guid) in (conditions.groups ?? []).enumerated() where !knownGroups.contains(guid) {
-            let at = (conditions.groups?.count ?? 0) > 1 ? "\(path).when.groups[\(position)]" : "\(path).when.groups"
-            error(loaded, at, unknown("group", guid, among: knownGroups, where: "not in seed.groups"))
+            error(loaded, item(loaded, path + ".when.groups", position),
+                unknown("group", guid, among: knownGroups, where: "not in seed.groups"))
         }
-        for uid in conditions.from ?? [] where !knownUsers.contains(uid) {
-            error(loaded, path + ".when.from", unknown("user", uid, among: knownUsers, where: "not seeded and not a bot"))
+        for (position, uid) in (conditions.from ?? []).enumerated() where !knownUsers.contains(uid) {
+            error(loaded, item(loaded, path + ".when.from", position),
+                unknown("user", uid, among: knownUsers, where: "not seeded and not a bot"))
         }
         var captures: Set<String> = []
         if let pattern = conditions.textMatches {
@@ -166,6 +167,11 @@ struct BotValidator {
                 validateTemplate(loaded, template, at: actionPath + "." + action.name, captures: captures, trigger: rule.trigger)
             }
         }
+    }
+
+    /// `list[index]` when the list was written as a list, else `list` (a single value).
+    func item(_ loaded: LoadedBot, _ list: String, _ index: Int) -> String {
+        loaded.locations.contains("\(list)[\(index)]") ? "\(list)[\(index)]" : list
     }
 
     mutating func validateTemplate(_ loaded: LoadedBot, _ template: Template, at path: String, captures: Set<String>,

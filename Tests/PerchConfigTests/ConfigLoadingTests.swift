@@ -1,0 +1,116 @@
+import Foundation
+import PerchChat
+import PerchCLI
+import PerchConfig
+import Testing
+
+@Suite struct ConfigLoadingTests {
+    static let repositoryRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent().path
+
+    @Test func reportsAllFindingsAtOnceNotOnlyTheFirst() throws {
+        let fixture = try ConfigFixture(
+            config: "version: 1\nfeatures: {pin: maybe}\nlimits: {savesPerUser: -1}\nui: {threadSubscription: {enabeld: true}}\n",
+            bots: ["b.yaml": "name: b\nuser: {uid: x}\nhears: nobody\nrules:\n  - on: nothing\n    do: [delete]\n"])
+        defer { fixture.cleanup() }
+        let loaded = fixture.load()
+        #expect(loaded.findings.map(\.description) == [
+            "bots/b.yaml:3:8: error: hears: unknown value 'nobody' (expected one of: all, commands, mentions)",
+            "bots/b.yaml:5:9: error: rules[0].on: unknown trigger 'nothing' (triggers: message, thread_reply, mention, command, pinned, unpinned, edited, deleted, member_joined, schedule, webhook)",
+            "config.yaml:2:17: error: features.pin: expected true or false, found a string 'maybe'",
+            "config.yaml:3:24: error: limits.savesPerUser: -1 is out of range; expected 1 to 10000",
+            "config.yaml:4:27: error: ui.threadSubscription.enabeld: unknown key 'enabeld'; did you mean 'enabled'?",
+        ])
+    }
+
+    @Test func decodesTheValuesAndDefaults() throws {
+        let fixture = try ConfigFixture(
+            config: ConfigFixture.baseConfig + "\nlimits: {pinsPerConversation: 7}\nfeatures: {save: false}\n"
+                + "notifications:\n  group: {replies: 4, quotedReplies: SUBSCRIBE_TO_QUOTES_ON_OWN_MESSAGES}\n"
+                + "server:\n  apiKey: ${KEY}\n",
+            bots: ["b.yaml": ConfigFixture.baseBot])
+        defer { fixture.cleanup() }
+        let loaded = fixture.load(environment: ["KEY": "0123456789abcdef0123"])
+        #expect(loaded.findings.isEmpty)
+        let config = try #require(loaded.config)
+        #expect(config.limits.pinsPerConversation == 7)
+        #expect(config.limits.savesPerUser == 100)
+        #expect(config.features.pin && !config.features.save)
+        #expect(config.notifications.group.replies == .subscribeToSubscribedThreads)
+        #expect(config.notifications.group.quotedReplies == .subscribeToQuotesOnOwnMessages)
+        #expect(config.notifications.group.messages == .subscribeToAll)
+        #expect(config.server.apiKey == "0123456789abcdef0123")
+        #expect(config.strings["THREAD_UNAVAILABLE"] == "You no longer have access to this thread.")
+        #expect(loaded.bots.map(\.bot.name) == ["b"])
+        #expect(loaded.bots[0].bot.rules[0].actions == [.reply(try Template.parse("hello"))])
+    }
+
+    @Test func theShippedConfigurationHasNoFindings() {
+        let loaded = ConfigurationLoader(environment: [:], swiftPlugins: Perch.builtInPlugins)
+            .load(configPath: Self.repositoryRoot + "/config.yaml")
+        #expect(loaded.findings.map(\.description) == [])
+        #expect(loaded.isValid)
+        #expect(loaded.bots.count >= 5)
+    }
+
+    @Test func checkCommandExitCodesAndSummary() throws {
+        let good = try ConfigFixture(bots: ["b.yaml": ConfigFixture.baseBot])
+        defer { good.cleanup() }
+        var output: [String] = []
+        let clean = Perch.main(["check", "--config", good.directory + "/config.yaml"], print: { output.append($0) })
+        #expect(clean == 0)
+        #expect(output == ["1 bot, 1 rule, 0 errors"])
+
+        let bad = try ConfigFixture(bots: ["b.yaml": "name: b\nuser:\n\tuid: x\n"])
+        defer { bad.cleanup() }
+        output = []
+        let failed = Perch.main(["check", "--config", bad.directory + "/config.yaml"], print: { output.append($0) })
+        #expect(failed == 1)
+        #expect(output.count == 2)
+        #expect(output[0].hasSuffix("/bots/b.yaml:3:1: error: found character that cannot start any token (a tab; YAML indents with spaces only)"))
+        #expect(output[1] == "0 bots, 0 rules, 1 error")
+    }
+
+    @Test func checkCommandJSON() throws {
+        let bad = try ConfigFixture(config: "version: 3\n")
+        defer { bad.cleanup() }
+        var output = ""
+        let code = Perch.main(["check", "--format", "json", "--config", bad.directory + "/config.yaml"],
+            print: { output += $0 })
+        #expect(code == 1)
+        let object = try JSONSerialization.jsonObject(with: Data(output.utf8)) as? [String: Any]
+        #expect(object?["valid"] as? Bool == false)
+        let findings = try #require(object?["findings"] as? [[String: Any]])
+        #expect(findings.count == 1)
+        #expect(findings[0]["line"] as? Int == 1)
+        #expect(findings[0]["column"] as? Int == 10)
+        #expect(findings[0]["path"] as? String == "version")
+    }
+
+    @Test func usageErrorsExitWith64() {
+        var errors: [String] = []
+        #expect(Perch.main(["frobnicate"], print: { _ in }, printError: { errors.append($0) }) == 64)
+        #expect(Perch.main(["check", "--format", "xml"], print: { _ in }, printError: { errors.append($0) }) == 64)
+        #expect(Perch.main(["check", "--config"], print: { _ in }, printError: { errors.append($0) }) == 64)
+        #expect(errors.count == 3)
+    }
+
+    @Test func cronSchedules() throws {
+        let weekdayMornings = try CronExpression("30 9 * * 1-5")
+        // 2026-11-30 is a Monday.
+        let monday0930: Int64 = 1_796_031_000
+        #expect(weekdayMornings.matches(epochSeconds: monday0930))
+        #expect(!weekdayMornings.matches(epochSeconds: monday0930 + 60))
+        #expect(weekdayMornings.next(after: monday0930) == monday0930 + 86_400)
+        let everyFive = try CronExpression("*/5 * * * *")
+        #expect(everyFive.next(after: 0) == 300)
+        #expect(throws: ConfigValueError.self) { try CronExpression("* * *") }
+    }
+
+    @Test func templatesParseOnce() throws {
+        let template = try Template.parse("Hi {sender.name}, {{literal}} {word}")
+        #expect(template.variables == [["sender", "name"], ["word"]])
+        let rendered = template.render { path in path == ["sender", "name"] ? "Ann" : path == ["word"] ? "x" : nil }
+        #expect(rendered == "Hi Ann, {literal} x")
+    }
+}

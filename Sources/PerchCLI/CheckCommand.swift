@@ -30,7 +30,8 @@ public struct CheckCommand {
         let errors = loaded.errors.count
         let warnings = loaded.findings.count - errors
         func plural(_ count: Int, _ word: String) -> String { "\(count) \(word)\(count == 1 ? "" : "s")" }
-        var text = "\(plural(loaded.bots.count, "bot")), \(plural(loaded.ruleCount, "rule")), \(plural(errors, "error"))"
+        var text =
+            "\(plural(loaded.bots.count, "bot")), \(plural(loaded.ruleCount, "rule")), \(plural(errors, "error"))"
         if warnings > 0 { text += ", \(plural(warnings, "warning"))" }
         return text
     }
@@ -55,7 +56,8 @@ public struct CheckCommand {
         let report = Report(
             valid: loaded.isValid, bots: loaded.bots.count, rules: loaded.ruleCount, errors: loaded.errors.count,
             findings: loaded.findings.map {
-                .init(file: $0.location.file, line: $0.location.line, column: $0.location.column,
+                .init(
+                    file: $0.location.file, line: $0.location.line, column: $0.location.column,
                     severity: $0.severity.rawValue, path: $0.path, message: $0.message)
             })
         let encoder = JSONEncoder()

@@ -18,9 +18,10 @@ public enum Perch {
     /// The Swift plugins this build registers, by name.
     public static let builtInPlugins: Set<String> = []
 
-    public static func main(_ arguments: [String], print write: @escaping (String) -> Void = { print($0) },
-        printError: @escaping (String) -> Void = { FileHandle.standardError.write(Data(($0 + "\n").utf8)) }) -> Int32
-    {
+    public static func main(
+        _ arguments: [String], print write: @escaping (String) -> Void = { print($0) },
+        printError: @escaping (String) -> Void = { FileHandle.standardError.write(Data(($0 + "\n").utf8)) }
+    ) -> Int32 {
         let parsed: ParsedArguments
         do {
             parsed = try ParsedArguments(arguments, valued: ["config", "format", "log-format"])

@@ -69,7 +69,8 @@ public struct YAMLLoader: Sendable {
         } else if let context = parser.context,
             parser.context_mark.line != mark.line || parser.context_mark.column != mark.column
         {
-            message += " (\(String(cString: context)) at line \(parser.context_mark.line + 1), column "
+            message +=
+                " (\(String(cString: context)) at line \(parser.context_mark.line + 1), column "
                 + "\(parser.context_mark.column + 1))"
         }
         let location = SourceLocation(file: file, line: Int(mark.line) + 1, column: Int(mark.column) + 1)
@@ -210,7 +211,8 @@ private struct TreeBuilder {
                     findings.append(
                         Finding(
                             location: node.location,
-                            message: "duplicate key '\(node.scalar!)' (first defined at line \(first.key.location.line), "
+                            message:
+                                "duplicate key '\(node.scalar!)' (first defined at line \(first.key.location.line), "
                                 + "column \(first.key.location.column))"
                         )
                     )
@@ -233,13 +235,15 @@ private struct TreeBuilder {
             case .mapping: sources = [pair.value]
             case .sequence(let items): sources = items
             case .scalar:
-                _ = fail("'<<' merges a mapping or a list of mappings, not \(pair.value.kindDescription)",
+                _ = fail(
+                    "'<<' merges a mapping or a list of mappings, not \(pair.value.kindDescription)",
                     at: pair.value.location)
                 return nil
             }
             for source in sources {
                 guard case .mapping(let merged) = source.content else {
-                    _ = fail("'<<' merges a mapping or a list of mappings, not \(source.kindDescription)",
+                    _ = fail(
+                        "'<<' merges a mapping or a list of mappings, not \(source.kindDescription)",
                         at: source.location)
                     return nil
                 }
@@ -318,6 +322,8 @@ private struct TreeBuilder {
     func isValidName(_ name: String) -> Bool {
         guard let first = name.unicodeScalars.first, first == "_" || (first.isASCII && first.properties.isAlphabetic)
         else { return false }
-        return name.unicodeScalars.allSatisfy { $0 == "_" || ($0.isASCII && $0.properties.isAlphabetic) || ("0"..."9").contains($0) }
+        return name.unicodeScalars.allSatisfy {
+            $0 == "_" || ($0.isASCII && $0.properties.isAlphabetic) || ("0"..."9").contains($0)
+        }
     }
 }

@@ -1,3 +1,4 @@
+import Foundation
 import PerchConfig
 import Testing
 
@@ -27,124 +28,209 @@ let base = ConfigFixture.baseConfig
 
 let brokenCases: [BrokenCase] = [
     // YAML syntax, reported by libyaml at its own position.
-    .config("tab indentation", "version: 1\nserver:\n\tlisten: x\n",
+    .config(
+        "tab indentation", "version: 1\nserver:\n\tlisten: x\n",
         "config.yaml:3:1: error: found character that cannot start any token (a tab; YAML indents with spaces only)"),
-    .config("unclosed flow sequence", "version: 1\nbotsDirectory: [a, b\n",
+    .config(
+        "unclosed flow sequence", "version: 1\nbotsDirectory: [a, b\n",
         "config.yaml:3:1: error: did not find expected ',' or ']' (while parsing a flow sequence at line 2, column 16)"),
-    .config("unclosed quote", "version: 1\nbotsDirectory: \"bots\n",
+    .config(
+        "unclosed quote", "version: 1\nbotsDirectory: \"bots\n",
         "config.yaml:3:1: error: found unexpected end of stream (while scanning a quoted scalar at line 2, column 16)"),
-    .config("mapping value in a plain scalar", "version: 1\nbotsDirectory: a: b\n",
+    .config(
+        "mapping value in a plain scalar", "version: 1\nbotsDirectory: a: b\n",
         "config.yaml:2:17: error: mapping values are not allowed in this context"),
-    .config("unknown alias", "version: 1\nserver: *nope\n",
+    .config(
+        "unknown alias", "version: 1\nserver: *nope\n",
         "config.yaml:2:9: error: unknown alias '*nope': no anchor '&nope' is defined before it"),
-    .config("duplicate key", "version: 1\nfeatures:\n  pin: true\n  pin: false\n",
+    .config(
+        "duplicate key", "version: 1\nfeatures:\n  pin: true\n  pin: false\n",
         "config.yaml:4:3: error: duplicate key 'pin' (first defined at line 3, column 3)"),
-    .config("second document", "version: 1\n---\nversion: 1\n",
+    .config(
+        "second document", "version: 1\n---\nversion: 1\n",
         "config.yaml:2:1: error: a file holds one YAML document; a second one starts here"),
-    .config("merge of a scalar", "version: 1\nfeatures:\n  <<: 5\n",
+    .config(
+        "merge of a scalar", "version: 1\nfeatures:\n  <<: 5\n",
         "config.yaml:3:7: error: '<<' merges a mapping or a list of mappings, not a number"),
-    .config("unset variable", "version: 1\nserver:\n  apiKey: ${PERCH_TEST_UNSET}\n",
-        "config.yaml:3:11: error: environment variable 'PERCH_TEST_UNSET' is not set (write ${PERCH_TEST_UNSET:-default} to give a default)"),
-    .config("unset variable inside quotes", "version: 1\nserver:\n  listen: \"127.0.0.1:${PERCH_TEST_PORT}\"\n",
-        "config.yaml:3:22: error: environment variable 'PERCH_TEST_PORT' is not set (write ${PERCH_TEST_PORT:-default} to give a default)"),
+    .config(
+        "unset variable", "version: 1\nserver:\n  apiKey: ${PERCH_TEST_UNSET}\n",
+        "config.yaml:3:11: error: environment variable 'PERCH_TEST_UNSET' is not set (write ${PERCH_TEST_UNSET:-default} to give a default)"
+    ),
+    .config(
+        "unset variable inside quotes", "version: 1\nserver:\n  listen: \"127.0.0.1:${PERCH_TEST_PORT}\"\n",
+        "config.yaml:3:22: error: environment variable 'PERCH_TEST_PORT' is not set (write ${PERCH_TEST_PORT:-default} to give a default)"
+    ),
     // Shapes and types.
-    .config("unknown key with suggestion", "version: 1\nfeautres:\n  pin: true\n",
+    .config(
+        "unknown key with suggestion", "version: 1\nfeautres:\n  pin: true\n",
         "config.yaml:2:1: error: feautres: unknown key 'feautres'; did you mean 'features'?"),
-    .config("unknown key without suggestion", "version: 1\ncolour: red\n",
-        "config.yaml:2:1: error: colour: unknown key 'colour' (known keys: backend, botsDirectory, features, limits, notifications, seed, server, storage, strings, ui, version)"),
-    .config("nested unknown key", "version: 1\nui:\n  threadSubscription:\n    enable: false\n",
+    .config(
+        "unknown key without suggestion", "version: 1\ncolour: red\n",
+        "config.yaml:2:1: error: colour: unknown key 'colour' (known keys: backend, botsDirectory, features, limits, notifications, seed, server, storage, strings, ui, version)"
+    ),
+    .config(
+        "nested unknown key", "version: 1\nui:\n  threadSubscription:\n    enable: false\n",
         "config.yaml:4:5: error: ui.threadSubscription.enable: unknown key 'enable'; did you mean 'enabled'?"),
-    .config("mapping expected, list found", "version: 1\nfeatures: [pin]\n",
+    .config(
+        "mapping expected, list found", "version: 1\nfeatures: [pin]\n",
         "config.yaml:2:11: error: features: expected a mapping, found a list"),
-    .config("boolean expected", "version: 1\nfeatures:\n  pin: yes\n",
+    .config(
+        "boolean expected", "version: 1\nfeatures:\n  pin: yes\n",
         "config.yaml:3:8: error: features.pin: expected true or false, found a string 'yes'"),
-    .config("integer expected", "version: 1\nlimits:\n  savesPerUser: many\n",
+    .config(
+        "integer expected", "version: 1\nlimits:\n  savesPerUser: many\n",
         "config.yaml:3:17: error: limits.savesPerUser: expected an integer, found a string 'many'"),
-    .config("list expected", "version: 1\nseed:\n  users: alice\n",
+    .config(
+        "list expected", "version: 1\nseed:\n  users: alice\n",
         "config.yaml:3:10: error: seed.users: expected a list, found a string 'alice'"),
-    .config("missing version", "features:\n  pin: true\n",
+    .config(
+        "missing version", "features:\n  pin: true\n",
         "config.yaml:1:1: error: missing required key 'version'"),
-    .config("missing key in a list item", "version: 1\nseed:\n  users:\n    - uid: x\n",
+    .config(
+        "missing key in a list item", "version: 1\nseed:\n  users:\n    - uid: x\n",
         "config.yaml:4:7: error: seed.users[0]: missing required key 'name'"),
-    .config("unknown choice with suggestion", "version: 1\nbackend: embeded\n",
-        "config.yaml:2:10: error: backend: unknown value 'embeded'; did you mean 'embedded'? (expected one of: embedded)"),
-    .config("unknown notification option", "version: 1\nnotifications:\n  group:\n    messages: SUBSCRIBE_ALL\n",
-        "config.yaml:4:15: error: notifications.group.messages: unknown option 'SUBSCRIBE_ALL'; expected one of DONT_SUBSCRIBE (1), SUBSCRIBE_TO_ALL (2), SUBSCRIBE_TO_MENTIONS (3)"),
+    .config(
+        "unknown choice with suggestion", "version: 1\nbackend: embeded\n",
+        "config.yaml:2:10: error: backend: unknown value 'embeded'; did you mean 'embedded'? (expected one of: embedded)"
+    ),
+    .config(
+        "unknown notification option", "version: 1\nnotifications:\n  group:\n    messages: SUBSCRIBE_ALL\n",
+        "config.yaml:4:15: error: notifications.group.messages: unknown option 'SUBSCRIBE_ALL'; expected one of DONT_SUBSCRIBE (1), SUBSCRIBE_TO_ALL (2), SUBSCRIBE_TO_MENTIONS (3)"
+    ),
     // Values.
-    .config("too-new version", "version: 2\n",
-        "config.yaml:1:10: error: version: configuration version 2 is newer than this Perch reads (at most 1); upgrade Perch or write version: 1"),
-    .config("out of range", "version: 1\nlimits:\n  pinsPerConversation: 0\n",
+    .config(
+        "too-new version", "version: 2\n",
+        "config.yaml:1:10: error: version: configuration version 2 is newer than this Perch reads (at most 1); upgrade Perch or write version: 1"
+    ),
+    .config(
+        "out of range", "version: 1\nlimits:\n  pinsPerConversation: 0\n",
         "config.yaml:3:24: error: limits.pinsPerConversation: 0 is out of range; expected 1 to 10000"),
-    .config("bad listen address", "version: 1\nserver:\n  listen: localhost\n",
+    .config(
+        "bad listen address", "version: 1\nserver:\n  listen: localhost\n",
         "config.yaml:3:11: error: server.listen: expected host:port, found 'localhost'"),
-    .config("short api key", "version: 1\nserver:\n  apiKey: ${KEY}\n",
+    .config(
+        "short api key", "version: 1\nserver:\n  apiKey: ${KEY}\n",
         "config.yaml:3:11: error: server.apiKey: an API key needs at least 16 characters"),
-    .config("misspelt string key", "version: 1\nstrings:\n  THREAD_SUBSCRIBE_TOAST: Hi\n",
-        "config.yaml:3:27: error: strings.THREAD_SUBSCRIBE_TOAST: 'THREAD_SUBSCRIBE_TOAST' is not one of the built-in keys; did you mean 'THREAD_SUBSCRIBED_TOAST'?"),
-    .config("seed member unknown", base + "\n        - { uid: bobby }\n",
-        "config.yaml:12:18: error: seed.groups[0].members[1].uid: unknown user 'bobby': not in seed.users; did you mean 'bob'?"),
-    .config("seed duplicate user", "version: 1\nseed:\n  users:\n    - {uid: a, name: A}\n    - {uid: a, name: B}\n",
+    .config(
+        "misspelt string key", "version: 1\nstrings:\n  THREAD_SUBSCRIBE_TOAST: Hi\n",
+        "config.yaml:3:27: error: strings.THREAD_SUBSCRIBE_TOAST: 'THREAD_SUBSCRIBE_TOAST' is not one of the built-in keys; did you mean 'THREAD_SUBSCRIBED_TOAST'?"
+    ),
+    .config(
+        "seed member unknown", base + "\n        - { uid: bobby }\n",
+        "config.yaml:12:18: error: seed.groups[0].members[1].uid: unknown user 'bobby': not in seed.users; did you mean 'bob'?"
+    ),
+    .config(
+        "seed duplicate user", "version: 1\nseed:\n  users:\n    - {uid: a, name: A}\n    - {uid: a, name: B}\n",
         "config.yaml:5:13: error: seed.users[1].uid: user 'a' is already defined at seed.users[0]"),
-    .config("seed reserved uid", "version: 1\nseed:\n  users:\n    - {uid: app_system, name: S}\n",
+    .config(
+        "seed reserved uid", "version: 1\nseed:\n  users:\n    - {uid: app_system, name: S}\n",
         "config.yaml:4:13: error: seed.users[0].uid: 'app_system' is reserved for system actions"),
-    .config("seed invalid uid", "version: 1\nseed:\n  users:\n    - {uid: 'a b', name: S}\n",
+    .config(
+        "seed invalid uid", "version: 1\nseed:\n  users:\n    - {uid: 'a b', name: S}\n",
         "config.yaml:4:13: error: seed.users[0].uid: 'a b' is not a valid uid (1–100 of A–Z, a–z, 0–9, _, -)"),
-    .config("second owner", "version: 1\nseed:\n  users: [{uid: a, name: A}, {uid: b, name: B}]\n  groups:\n    - {guid: g, name: G, owner: a, members: [{uid: b, scope: owner}]}\n",
-        "config.yaml:5:62: error: seed.groups[0].members[0].scope: a group has one owner, set with 'owner'; use admin here"),
+    .config(
+        "second owner",
+        "version: 1\nseed:\n  users: [{uid: a, name: A}, {uid: b, name: B}]\n  groups:\n    - {guid: g, name: G, owner: a, members: [{uid: b, scope: owner}]}\n",
+        "config.yaml:5:62: error: seed.groups[0].members[0].scope: a group has one owner, set with 'owner'; use admin here"
+    ),
     // Bot files.
-    .bot("tab in a bot file", "name: b\nuser:\n\tuid: x\n",
+    .bot(
+        "tab in a bot file", "name: b\nuser:\n\tuid: x\n",
         "bots/b.yaml:3:1: error: found character that cannot start any token (a tab; YAML indents with spaces only)"),
-    .bot("bad alias in a bot file", "name: b\nuser: *who\n",
+    .bot(
+        "bad alias in a bot file", "name: b\nuser: *who\n",
         "bots/b.yaml:2:7: error: unknown alias '*who': no anchor '&who' is defined before it"),
-    .bot("unknown trigger", "name: b\nuser: {uid: x}\nrules:\n  - on: thread_replies\n    do: [delete]\n",
-        "bots/b.yaml:4:9: error: rules[0].on: unknown trigger 'thread_replies'; did you mean 'thread_reply'? (triggers: message, thread_reply, mention, command, pinned, unpinned, edited, deleted, member_joined, schedule, webhook)"),
-    .bot("trigger without its argument", "name: b\nuser: {uid: x}\nrules:\n  - on: command\n    do: [delete]\n",
+    .bot(
+        "unknown trigger", "name: b\nuser: {uid: x}\nrules:\n  - on: thread_replies\n    do: [delete]\n",
+        "bots/b.yaml:4:9: error: rules[0].on: unknown trigger 'thread_replies'; did you mean 'thread_reply'? (triggers: message, thread_reply, mention, command, pinned, unpinned, edited, deleted, member_joined, schedule, webhook)"
+    ),
+    .bot(
+        "trigger without its argument", "name: b\nuser: {uid: x}\nrules:\n  - on: command\n    do: [delete]\n",
         "bots/b.yaml:4:9: error: rules[0].on: trigger 'command' needs an argument: write `on: {command: ...}`"),
-    .bot("unknown action", "name: b\nuser: {uid: x}\nrules:\n  - on: message\n    do:\n      - pinn\n",
-        "bots/b.yaml:6:9: error: rules[0].do[0]: unknown action 'pinn'; did you mean 'pin'? (actions: reply, reply_in_thread, quote_reply, direct_message, pin, unpin, save, subscribe, unsubscribe, delete, kick, ban, plugin)"),
-    .bot("action missing text", "name: b\nuser: {uid: x}\nrules:\n  - on: message\n    do:\n      - reply\n",
+    .bot(
+        "unknown action", "name: b\nuser: {uid: x}\nrules:\n  - on: message\n    do:\n      - pinn\n",
+        "bots/b.yaml:6:9: error: rules[0].do[0]: unknown action 'pinn'; did you mean 'pin'? (actions: reply, reply_in_thread, quote_reply, direct_message, pin, unpin, save, subscribe, unsubscribe, delete, kick, ban, plugin)"
+    ),
+    .bot(
+        "action missing text", "name: b\nuser: {uid: x}\nrules:\n  - on: message\n    do:\n      - reply\n",
         "bots/b.yaml:6:9: error: rules[0].do[0]: action 'reply' needs the text to send"),
-    .bot("missing do", "name: b\nuser: {uid: x}\nrules:\n  - on: message\n",
+    .bot(
+        "missing do", "name: b\nuser: {uid: x}\nrules:\n  - on: message\n",
         "bots/b.yaml:4:5: error: rules[0]: missing required key 'do'"),
-    .bot("missing on", "name: b\nuser: {uid: x}\nrules:\n  - do: [delete]\n",
+    .bot(
+        "missing on", "name: b\nuser: {uid: x}\nrules:\n  - do: [delete]\n",
         "bots/b.yaml:4:5: error: rules[0]: missing required key 'on'"),
-    .bot("rules not a list", "name: b\nuser: {uid: x}\nrules:\n  on: message\n",
+    .bot(
+        "rules not a list", "name: b\nuser: {uid: x}\nrules:\n  on: message\n",
         "bots/b.yaml:4:3: error: rules: expected a list, found a mapping"),
-    .bot("unknown hears", "name: b\nuser: {uid: x}\nhears: mention\n",
-        "bots/b.yaml:3:8: error: hears: unknown value 'mention'; did you mean 'mentions'? (expected one of: all, commands, mentions)"),
-    .bot("unknown key in a condition", "name: b\nuser: {uid: x}\nrules:\n  - on: message\n    when: {thread: true}\n    do: [delete]\n",
+    .bot(
+        "unknown hears", "name: b\nuser: {uid: x}\nhears: mention\n",
+        "bots/b.yaml:3:8: error: hears: unknown value 'mention'; did you mean 'mentions'? (expected one of: all, commands, mentions)"
+    ),
+    .bot(
+        "unknown key in a condition",
+        "name: b\nuser: {uid: x}\nrules:\n  - on: message\n    when: {thread: true}\n    do: [delete]\n",
         "bots/b.yaml:5:12: error: rules[0].when.thread: unknown key 'thread'; did you mean 'threaded'?"),
-    .bot("invalid regular expression", "name: b\nuser: {uid: x}\nrules:\n  - on: message\n    when:\n      text_matches: \"(abc\"\n    do: [delete]\n",
-        "bots/b.yaml:6:21: error: rules[0].when.text_matches: invalid regular expression: missing closing parenthesis at offset 4"),
-    .bot("unknown group", "name: b\nuser: {uid: x}\ngroups: [genral]\n",
+    .bot(
+        "invalid regular expression",
+        "name: b\nuser: {uid: x}\nrules:\n  - on: message\n    when:\n      text_matches: \"(abc\"\n    do: [delete]\n",
+        "bots/b.yaml:6:21: error: rules[0].when.text_matches: invalid regular expression: missing closing parenthesis at offset 4"
+    ),
+    .bot(
+        "unknown group", "name: b\nuser: {uid: x}\ngroups: [genral]\n",
         "bots/b.yaml:3:10: error: groups[0]: unknown group 'genral'; did you mean 'general'? (not in seed.groups)"),
-    .bot("unknown group in a condition", "name: b\nuser: {uid: x}\nrules:\n  - on: message\n    when: {groups: random}\n    do: [delete]\n",
+    .bot(
+        "unknown group in a condition",
+        "name: b\nuser: {uid: x}\nrules:\n  - on: message\n    when: {groups: random}\n    do: [delete]\n",
         "bots/b.yaml:5:20: error: rules[0].when.groups: unknown group 'random' (not in seed.groups)"),
-    .bot("unknown sender", "name: b\nuser: {uid: x}\nrules:\n  - on: message\n    when: {from: [alicia]}\n    do: [delete]\n",
-        "bots/b.yaml:5:19: error: rules[0].when.from[0]: unknown user 'alicia'; did you mean 'alice'? (not seeded and not a bot)"),
-    .bot("pin as app_system without system", "name: b\nuser: {uid: x}\nrules:\n  - on: message\n    do:\n      - pin: {as: app_system}\n",
+    .bot(
+        "unknown sender",
+        "name: b\nuser: {uid: x}\nrules:\n  - on: message\n    when: {from: [alicia]}\n    do: [delete]\n",
+        "bots/b.yaml:5:19: error: rules[0].when.from[0]: unknown user 'alicia'; did you mean 'alice'? (not seeded and not a bot)"
+    ),
+    .bot(
+        "pin as app_system without system",
+        "name: b\nuser: {uid: x}\nrules:\n  - on: message\n    do:\n      - pin: {as: app_system}\n",
         "bots/b.yaml:6:14: error: rules[0].do[0].pin: pinning as app_system needs `system: true` on the bot"),
-    .bot("unknown plugin reference", "name: b\nuser: {uid: x}\nrules:\n  - on: message\n    do:\n      - plugin: karma\n",
+    .bot(
+        "unknown plugin reference",
+        "name: b\nuser: {uid: x}\nrules:\n  - on: message\n    do:\n      - plugin: karma\n",
         "bots/b.yaml:6:17: error: rules[0].do[0].plugin: unknown plugin 'karma' (not in this bot's plugins)"),
-    .bot("unregistered Swift plugin", "name: b\nuser: {uid: x}\nplugins:\n  - name: karma\n",
-        "bots/b.yaml:4:11: error: plugins[0].name: unknown plugin 'karma' (no Swift plugin has this name; give `exec` for an external one)"),
-    .bot("empty exec", "name: b\nuser: {uid: x}\nplugins:\n  - name: k\n    exec: []\n",
+    .bot(
+        "unregistered Swift plugin", "name: b\nuser: {uid: x}\nplugins:\n  - name: karma\n",
+        "bots/b.yaml:4:11: error: plugins[0].name: unknown plugin 'karma' (no Swift plugin has this name; give `exec` for an external one)"
+    ),
+    .bot(
+        "empty exec", "name: b\nuser: {uid: x}\nplugins:\n  - name: k\n    exec: []\n",
         "bots/b.yaml:5:11: error: plugins[0].exec: exec needs a command"),
-    .bot("unknown string in a template", "name: b\nuser: {uid: x}\nrules:\n  - on: message\n    do:\n      - reply: \"{strings.THREAD_FOLLOWED}\"\n",
+    .bot(
+        "unknown string in a template",
+        "name: b\nuser: {uid: x}\nrules:\n  - on: message\n    do:\n      - reply: \"{strings.THREAD_FOLLOWED}\"\n",
         "bots/b.yaml:6:16: error: rules[0].do[0].reply: unknown string 'THREAD_FOLLOWED' (not in the strings table)"),
-    .bot("unknown placeholder", "name: b\nuser: {uid: x}\nrules:\n  - on: message\n    do:\n      - reply: \"hi {sender.nam}\"\n",
-        "bots/b.yaml:6:16: error: rules[0].do[0].reply: unknown placeholder '{sender.nam}'; sender has {sender.name}, {sender.uid}"),
-    .bot("unclosed template brace", "name: b\nuser: {uid: x}\nrules:\n  - on: message\n    do:\n      - reply: \"hi {sender.name\"\n",
+    .bot(
+        "unknown placeholder",
+        "name: b\nuser: {uid: x}\nrules:\n  - on: message\n    do:\n      - reply: \"hi {sender.nam}\"\n",
+        "bots/b.yaml:6:16: error: rules[0].do[0].reply: unknown placeholder '{sender.nam}'; sender has {sender.name}, {sender.uid}"
+    ),
+    .bot(
+        "unclosed template brace",
+        "name: b\nuser: {uid: x}\nrules:\n  - on: message\n    do:\n      - reply: \"hi {sender.name\"\n",
         "bots/b.yaml:6:16: error: rules[0].do[0].reply: unclosed '{' in template (write '{{' for a literal brace)"),
-    .bot("bad cron", "name: b\nuser: {uid: x}\nrules:\n  - on: {schedule: \"61 * * * *\", group: general}\n    do: [{reply: hi}]\n",
+    .bot(
+        "bad cron",
+        "name: b\nuser: {uid: x}\nrules:\n  - on: {schedule: \"61 * * * *\", group: general}\n    do: [{reply: hi}]\n",
         "bots/b.yaml:4:20: error: rules[0].on.schedule: minute '61' is outside 0–59"),
-    .bot("reserved bot uid", "name: b\nuser: {uid: app_system}\n",
+    .bot(
+        "reserved bot uid", "name: b\nuser: {uid: app_system}\n",
         "bots/b.yaml:2:13: error: user.uid: 'app_system' is reserved; give the bot its own uid and `system: true`"),
-    .bot("bot uid of a seeded person", "name: b\nuser: {uid: alice}\n",
+    .bot(
+        "bot uid of a seeded person", "name: b\nuser: {uid: alice}\n",
         "bots/b.yaml:2:13: error: user.uid: user 'alice' is a seeded person in config.yaml, not a bot"),
-    .bots("duplicate bot name", ["a.yaml": "name: same\nuser: {uid: x1}\n", "b.yaml": "name: same\nuser: {uid: x2}\n"],
+    .bots(
+        "duplicate bot name", ["a.yaml": "name: same\nuser: {uid: x1}\n", "b.yaml": "name: same\nuser: {uid: x2}\n"],
         "bots/b.yaml:1:7: error: name: another bot is named 'same' (bots/a.yaml:1:7)"),
-    .bots("duplicate bot user", ["a.yaml": "name: one\nuser: {uid: x}\n", "b.yaml": "name: two\nuser: {uid: x}\n"],
+    .bots(
+        "duplicate bot user", ["a.yaml": "name: one\nuser: {uid: x}\n", "b.yaml": "name: two\nuser: {uid: x}\n"],
         "bots/b.yaml:2:13: error: user.uid: bot 'one' already uses user 'x' (bots/a.yaml:2:13)"),
 ]
 
@@ -161,5 +247,24 @@ let brokenCases: [BrokenCase] = [
 
     @Test func theTableIsLargeEnough() {
         #expect(brokenCases.count >= 40)
+    }
+}
+
+@Suite struct FuzzCorpusTests {
+    /// The fuzz seed corpus (`Fuzz/corpus`) holds every case of the table; `PERCH_WRITE_CORPUS=1`
+    /// rewrites it after the table changes.
+    @Test func corpusHoldsTheTable() throws {
+        let directory = ConfigLoadingTests.repositoryRoot + "/Fuzz/corpus"
+        let texts = brokenCases.flatMap { [$0.config].compactMap { $0 } + $0.bots.values.sorted() }
+        if ProcessInfo.processInfo.environment["PERCH_WRITE_CORPUS"] == "1" {
+            try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+            for (index, text) in texts.enumerated() {
+                try text.write(toFile: directory + "/case-\(index).yaml", atomically: true, encoding: .utf8)
+            }
+        }
+        for (index, text) in texts.enumerated() {
+            let stored = try String(contentsOfFile: directory + "/case-\(index).yaml", encoding: .utf8)
+            #expect(stored == text, "Fuzz/corpus/case-\(index).yaml is stale: run PERCH_WRITE_CORPUS=1 swift test")
+        }
     }
 }

@@ -30,7 +30,8 @@ struct ConfigFixture {
         """
 
     init(config: String = ConfigFixture.baseConfig, bots: [String: String] = [:]) throws {
-        directory = FileManager.default.temporaryDirectory.appendingPathComponent("perch-config-\(UUID().uuidString)").path
+        directory =
+            FileManager.default.temporaryDirectory.appendingPathComponent("perch-config-\(UUID().uuidString)").path
         try FileManager.default.createDirectory(atPath: directory + "/bots", withIntermediateDirectories: true)
         try config.write(toFile: directory + "/config.yaml", atomically: true, encoding: .utf8)
         for (name, text) in bots {
@@ -46,7 +47,8 @@ struct ConfigFixture {
             loaded.findings[index].location.file.removeFirst(directory.count + 1)
         }
         for index in loaded.findings.indices {
-            loaded.findings[index].message = loaded.findings[index].message.replacingOccurrences(of: directory + "/", with: "")
+            loaded.findings[index].message = loaded.findings[index].message.replacingOccurrences(
+                of: directory + "/", with: "")
         }
         return loaded
     }

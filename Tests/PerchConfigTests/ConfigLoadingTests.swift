@@ -1,6 +1,6 @@
 import Foundation
-import PerchChat
 import PerchCLI
+import PerchChat
 import PerchConfig
 import Testing
 
@@ -10,17 +10,19 @@ import Testing
 
     @Test func reportsAllFindingsAtOnceNotOnlyTheFirst() throws {
         let fixture = try ConfigFixture(
-            config: "version: 1\nfeatures: {pin: maybe}\nlimits: {savesPerUser: -1}\nui: {threadSubscription: {enabeld: true}}\n",
+            config:
+                "version: 1\nfeatures: {pin: maybe}\nlimits: {savesPerUser: -1}\nui: {threadSubscription: {enabeld: true}}\n",
             bots: ["b.yaml": "name: b\nuser: {uid: x}\nhears: nobody\nrules:\n  - on: nothing\n    do: [delete]\n"])
         defer { fixture.cleanup() }
         let loaded = fixture.load()
-        #expect(loaded.findings.map(\.description) == [
-            "bots/b.yaml:3:8: error: hears: unknown value 'nobody' (expected one of: all, commands, mentions)",
-            "bots/b.yaml:5:9: error: rules[0].on: unknown trigger 'nothing' (triggers: message, thread_reply, mention, command, pinned, unpinned, edited, deleted, member_joined, schedule, webhook)",
-            "config.yaml:2:17: error: features.pin: expected true or false, found a string 'maybe'",
-            "config.yaml:3:24: error: limits.savesPerUser: -1 is out of range; expected 1 to 10000",
-            "config.yaml:4:27: error: ui.threadSubscription.enabeld: unknown key 'enabeld'; did you mean 'enabled'?",
-        ])
+        #expect(
+            loaded.findings.map(\.description) == [
+                "bots/b.yaml:3:8: error: hears: unknown value 'nobody' (expected one of: all, commands, mentions)",
+                "bots/b.yaml:5:9: error: rules[0].on: unknown trigger 'nothing' (triggers: message, thread_reply, mention, command, pinned, unpinned, edited, deleted, member_joined, schedule, webhook)",
+                "config.yaml:2:17: error: features.pin: expected true or false, found a string 'maybe'",
+                "config.yaml:3:24: error: limits.savesPerUser: -1 is out of range; expected 1 to 10000",
+                "config.yaml:4:27: error: ui.threadSubscription.enabeld: unknown key 'enabeld'; did you mean 'enabled'?",
+            ])
     }
 
     @Test func decodesTheValuesAndDefaults() throws {
@@ -67,7 +69,10 @@ import Testing
         let failed = Perch.main(["check", "--config", bad.directory + "/config.yaml"], print: { output.append($0) })
         #expect(failed == 1)
         #expect(output.count == 2)
-        #expect(output[0].hasSuffix("/bots/b.yaml:3:1: error: found character that cannot start any token (a tab; YAML indents with spaces only)"))
+        #expect(
+            output[0].hasSuffix(
+                "/bots/b.yaml:3:1: error: found character that cannot start any token (a tab; YAML indents with spaces only)"
+            ))
         #expect(output[1] == "0 bots, 0 rules, 1 error")
     }
 
@@ -75,7 +80,8 @@ import Testing
         let bad = try ConfigFixture(config: "version: 3\n")
         defer { bad.cleanup() }
         var output = ""
-        let code = Perch.main(["check", "--format", "json", "--config", bad.directory + "/config.yaml"],
+        let code = Perch.main(
+            ["check", "--format", "json", "--config", bad.directory + "/config.yaml"],
             print: { output += $0 })
         #expect(code == 1)
         let object = try JSONSerialization.jsonObject(with: Data(output.utf8)) as? [String: Any]
@@ -112,5 +118,33 @@ import Testing
         #expect(template.variables == [["sender", "name"], ["word"]])
         let rendered = template.render { path in path == ["sender", "name"] ? "Ann" : path == ["word"] ? "x" : nil }
         #expect(rendered == "Hi Ann, {literal} x")
+    }
+}
+
+@Suite struct DocumentationExampleTests {
+    /// Every ```yaml block of docs/configuration.md that starts with `# config.yaml` or
+    /// `# bots/NAME.yaml` loads; the one the text says is refused is refused.
+    @Test func everyExampleInTheConfigurationGuideLoads() throws {
+        let text = try String(contentsOfFile: ConfigLoadingTests.repositoryRoot + "/docs/configuration.md", encoding: .utf8)
+        let blocks = text.components(separatedBy: "```yaml\n").dropFirst().map { $0.components(separatedBy: "```")[0] }
+        #expect(blocks.count >= 4)
+        for block in blocks {
+            if block.hasPrefix("# config.yaml") {
+                let fixture = try ConfigFixture(config: block)
+                defer { fixture.cleanup() }
+                let findings = fixture.load().findings.map(\.description)
+                if block.contains("x-preferences") {
+                    #expect(findings == ["config.yaml:3:1: error: x-preferences: unknown key 'x-preferences' (known keys: backend, botsDirectory, features, limits, notifications, seed, server, storage, strings, ui, version)"])
+                } else {
+                    #expect(findings == [], "example:\n\(block)")
+                }
+            } else if block.hasPrefix("# bots/") {
+                let fixture = try ConfigFixture(bots: ["example.yaml": block])
+                defer { fixture.cleanup() }
+                #expect(fixture.load().findings.map(\.description) == [], "example:\n\(block)")
+            } else {
+                Issue.record("a yaml example without a file comment:\n\(block)")
+            }
+        }
     }
 }

@@ -9,9 +9,10 @@ public struct Group: Sendable, Hashable, Codable {
     public var createdAt: Int64
     public var updatedAt: Int64
 
-    public init(guid: String, name: String, type: GroupType = .public, owner: String, metadata: JSONValue? = nil,
-        membersCount: Int = 0, createdAt: Int64 = 0, updatedAt: Int64 = 0)
-    {
+    public init(
+        guid: String, name: String, type: GroupType = .public, owner: String, metadata: JSONValue? = nil,
+        membersCount: Int = 0, createdAt: Int64 = 0, updatedAt: Int64 = 0
+    ) {
         self.guid = guid
         self.name = name
         self.type = type

@@ -7,9 +7,10 @@ public struct User: Sendable, Hashable, Codable {
     public var createdAt: Int64
     public var updatedAt: Int64
 
-    public init(uid: String, name: String, role: String = User.defaultRole, metadata: JSONValue? = nil,
-        createdAt: Int64 = 0, updatedAt: Int64 = 0)
-    {
+    public init(
+        uid: String, name: String, role: String = User.defaultRole, metadata: JSONValue? = nil,
+        createdAt: Int64 = 0, updatedAt: Int64 = 0
+    ) {
         self.uid = uid
         self.name = name
         self.role = role
@@ -32,7 +33,8 @@ extension User {
         let bytes = uid.utf8
         guard (1...100).contains(bytes.count) else { return false }
         return bytes.allSatisfy { byte in
-            (UInt8(ascii: "a")...UInt8(ascii: "z")).contains(byte) || (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains(byte)
+            (UInt8(ascii: "a")...UInt8(ascii: "z")).contains(byte)
+                || (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains(byte)
                 || (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte) || byte == UInt8(ascii: "_")
                 || byte == UInt8(ascii: "-")
         }

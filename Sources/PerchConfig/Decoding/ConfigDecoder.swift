@@ -88,7 +88,9 @@ final class DecodingSession {
                 var message = Self.describe(error)
                 if let choices = T.self as? any ConfigChoiceNames.Type, let text = node?.scalar {
                     message = "unknown value '\(text)'"
-                    if let close = suggestion(for: text, among: choices.choiceNames) { message += "; did you mean '\(close)'?" }
+                    if let close = suggestion(for: text, among: choices.choiceNames) {
+                        message += "; did you mean '\(close)'?"
+                    }
                     message += " (expected one of: \(choices.choiceNames.joined(separator: ", ")))"
                 }
                 report(message, at: node?.location ?? fallbackLocation(path), path: path)
@@ -204,7 +206,8 @@ final class NodeDecoder: Decoder {
                 if !node.isNull {
                     guard quiet else {
                         session.report(
-                            "expected a mapping, found \(DecodingSession.found(node))", at: node.location, path: codingPath)
+                            "expected a mapping, found \(DecodingSession.found(node))", at: node.location,
+                            path: codingPath)
                         throw AlreadyReported()
                     }
                 }
@@ -348,7 +351,9 @@ struct NodeUnkeyedContainer: UnkeyedDecodingContainer {
         try nextDecoder().container(keyedBy: type)
     }
 
-    mutating func nestedUnkeyedContainer() throws -> any UnkeyedDecodingContainer { try nextDecoder().unkeyedContainer() }
+    mutating func nestedUnkeyedContainer() throws -> any UnkeyedDecodingContainer {
+        try nextDecoder().unkeyedContainer()
+    }
 
     mutating func superDecoder() throws -> any Decoder { try nextDecoder() }
 

@@ -57,7 +57,9 @@ func suggestion(for word: String, among candidates: some Sequence<String>) -> St
     var best: (String, Int)?
     for candidate in candidates {
         let distance = min(editDistance(word, candidate), editDistance(folded, fold(candidate)))
-        if distance <= max(2, word.count / 4), best == nil || distance < best!.1 || (distance == best!.1 && candidate < best!.0) {
+        if distance <= max(2, word.count / 4),
+            best == nil || distance < best!.1 || (distance == best!.1 && candidate < best!.0)
+        {
             best = (candidate, distance)
         }
     }

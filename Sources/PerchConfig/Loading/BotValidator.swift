@@ -47,8 +47,10 @@ struct BotValidator {
             } else if bot.user.uid == User.system {
                 error(loaded, "user.uid", "'app_system' is reserved; give the bot its own uid and `system: true`")
             } else if let first = uids[bot.user.uid] {
-                error(loaded, "user.uid",
-                    "bot '\(first.bot.name)' already uses user '\(bot.user.uid)' (\(first.locations.location(of: "user.uid")))")
+                error(
+                    loaded, "user.uid",
+                    "bot '\(first.bot.name)' already uses user '\(bot.user.uid)' (\(first.locations.location(of: "user.uid")))"
+                )
             } else if seeded.contains(bot.user.uid) {
                 error(loaded, "user.uid", "user '\(bot.user.uid)' is a seeded person in config.yaml, not a bot")
             } else {
@@ -58,7 +60,9 @@ struct BotValidator {
                 error(loaded, "command_prefix", "a command prefix is one or more non-space characters")
             }
             for (index, group) in bot.groups.enumerated() where !knownGroups.contains(group.guid) {
-                error(loaded, "groups[\(index)]", unknown("group", group.guid, among: knownGroups, where: "not in seed.groups"))
+                error(
+                    loaded, "groups[\(index)]",
+                    unknown("group", group.guid, among: knownGroups, where: "not in seed.groups"))
             }
             validateRateLimit(loaded)
             validatePlugins(loaded)
@@ -87,11 +91,16 @@ struct BotValidator {
             if let exec = plugin.exec {
                 if exec.isEmpty || exec[0].isEmpty { error(loaded, path + ".exec", "exec needs a command") }
             } else if !swiftPlugins.contains(plugin.name) {
-                error(loaded, path + ".name",
-                    unknown("plugin", plugin.name, among: swiftPlugins, where: "no Swift plugin has this name; give `exec` for an external one"))
+                error(
+                    loaded, path + ".name",
+                    unknown(
+                        "plugin", plugin.name, among: swiftPlugins,
+                        where: "no Swift plugin has this name; give `exec` for an external one"))
             }
             if !(10...600_000).contains(plugin.timeoutMilliseconds) {
-                error(loaded, path + ".timeout_ms", "\(plugin.timeoutMilliseconds) is out of range; expected 10 to 600000")
+                error(
+                    loaded, path + ".timeout_ms", "\(plugin.timeoutMilliseconds) is out of range; expected 10 to 600000"
+                )
             }
         }
     }
@@ -103,29 +112,38 @@ struct BotValidator {
         switch rule.trigger {
         case .mention(let uids):
             for (position, uid) in uids.enumerated() where !knownUsers.contains(uid) {
-                error(loaded, item(loaded, path + ".on.mention", position), unknown("user", uid, among: knownUsers, where: "not seeded and not a bot"))
+                error(
+                    loaded, item(loaded, path + ".on.mention", position),
+                    unknown("user", uid, among: knownUsers, where: "not seeded and not a bot"))
             }
         case .schedule(let cron, let target):
             do { _ = try CronExpression(cron) } catch { self.error(loaded, path + ".on.schedule", error.description) }
             switch target {
             case .group(let guid) where !knownGroups.contains(guid):
-                error(loaded, path + ".on.group", unknown("group", guid, among: knownGroups, where: "not in seed.groups"))
+                error(
+                    loaded, path + ".on.group", unknown("group", guid, among: knownGroups, where: "not in seed.groups"))
             case .user(let uid) where !knownUsers.contains(uid):
-                error(loaded, path + ".on.user", unknown("user", uid, among: knownUsers, where: "not seeded and not a bot"))
+                error(
+                    loaded, path + ".on.user",
+                    unknown("user", uid, among: knownUsers, where: "not seeded and not a bot"))
             default: break
             }
         case .webhook(let name):
-            if !User.isValidUID(name) { error(loaded, path + ".on.webhook", "a webhook name is 1–100 of A–Z, a–z, 0–9, _, -") }
+            if !User.isValidUID(name) {
+                error(loaded, path + ".on.webhook", "a webhook name is 1–100 of A–Z, a–z, 0–9, _, -")
+            }
         default:
             break
         }
         let conditions = rule.conditions
         for (position, guid) in (conditions.groups ?? []).enumerated() where !knownGroups.contains(guid) {
-            error(loaded, item(loaded, path + ".when.groups", position),
+            error(
+                loaded, item(loaded, path + ".when.groups", position),
                 unknown("group", guid, among: knownGroups, where: "not in seed.groups"))
         }
         for (position, uid) in (conditions.from ?? []).enumerated() where !knownUsers.contains(uid) {
-            error(loaded, item(loaded, path + ".when.from", position),
+            error(
+                loaded, item(loaded, path + ".when.from", position),
                 unknown("user", uid, among: knownUsers, where: "not seeded and not a bot"))
         }
         var captures: Set<String> = []
@@ -145,7 +163,9 @@ struct BotValidator {
         if !rule.trigger.isMessageTrigger, conditions.textMatches != nil || conditions.containsWords != nil,
             rule.trigger != .edited
         {
-            error(loaded, path + ".when", "text conditions apply to message triggers (message, thread_reply, mention, command, edited)")
+            error(
+                loaded, path + ".when",
+                "text conditions apply to message triggers (message, thread_reply, mention, command, edited)")
         }
         if rule.actions.isEmpty { error(loaded, path + ".do", "a rule needs at least one action") }
         let plugins = Set(bot.plugins.map(\.name))
@@ -155,16 +175,21 @@ struct BotValidator {
             case .pin(let asSystem) where asSystem && !bot.system:
                 error(loaded, actionPath + ".pin", "pinning as app_system needs `system: true` on the bot")
             case .plugin(let name) where !plugins.contains(name):
-                error(loaded, actionPath + ".plugin", unknown("plugin", name, among: plugins, where: "not in this bot's plugins"))
+                error(
+                    loaded, actionPath + ".plugin",
+                    unknown("plugin", name, among: plugins, where: "not in this bot's plugins"))
             case .subscribe(.user(let uid)), .unsubscribe(.user(let uid)):
                 if !knownUsers.contains(uid) {
-                    error(loaded, actionPath + "." + action.name, unknown("user", uid, among: knownUsers, where: "write sender, self or a known uid"))
+                    error(
+                        loaded, actionPath + "." + action.name,
+                        unknown("user", uid, among: knownUsers, where: "write sender, self or a known uid"))
                 }
             default:
                 break
             }
             if let template = action.template {
-                validateTemplate(loaded, template, at: actionPath + "." + action.name, captures: captures, trigger: rule.trigger)
+                validateTemplate(
+                    loaded, template, at: actionPath + "." + action.name, captures: captures, trigger: rule.trigger)
             }
         }
     }
@@ -174,27 +199,38 @@ struct BotValidator {
         loaded.locations.contains("\(list)[\(index)]") ? "\(list)[\(index)]" : list
     }
 
-    mutating func validateTemplate(_ loaded: LoadedBot, _ template: Template, at path: String, captures: Set<String>,
-        trigger: Trigger)
-    {
+    mutating func validateTemplate(
+        _ loaded: LoadedBot, _ template: Template, at path: String, captures: Set<String>,
+        trigger: Trigger
+    ) {
         for variable in template.variables {
             let root = variable[0]
             switch root {
             case "strings":
                 let key = variable.dropFirst().joined(separator: ".")
                 if config.strings[key] == nil {
-                    error(loaded, path, unknown("string", key, among: Set(config.strings.entries.keys), where: "not in the strings table"))
+                    error(
+                        loaded, path,
+                        unknown(
+                            "string", key, among: Set(config.strings.entries.keys), where: "not in the strings table"))
                 }
             case "sender", "message", "parent":
                 let fields: Set<String> = root == "sender" ? ["uid", "name"] : ["id", "text", "sender"]
                 if variable.count != 2 || !fields.contains(variable[1]) {
-                    error(loaded, path, "unknown placeholder '{\(variable.joined(separator: "."))}'; \(root) has "
-                        + fields.sorted().map { "{\(root).\($0)}" }.joined(separator: ", "))
+                    error(
+                        loaded, path,
+                        "unknown placeholder '{\(variable.joined(separator: "."))}'; \(root) has "
+                            + fields.sorted().map { "{\(root).\($0)}" }.joined(separator: ", "))
                 }
             case "group":
-                if variable.count != 2 || variable[1] != "guid" { error(loaded, path, "unknown placeholder; write {group.guid}") }
+                if variable.count != 2 || variable[1] != "guid" {
+                    error(loaded, path, "unknown placeholder; write {group.guid}")
+                }
             case "webhook":
-                if case .webhook = trigger {} else { error(loaded, path, "{webhook...} is only set for webhook triggers") }
+                if case .webhook = trigger {
+                } else {
+                    error(loaded, path, "{webhook...} is only set for webhook triggers")
+                }
             case "args":
                 if case .command = trigger {} else { error(loaded, path, "{args} is only set for command triggers") }
             default:

@@ -13,7 +13,8 @@ struct ConfigValidator {
     }
 
     mutating func error(_ path: String, _ message: String, severity: Finding.Severity = .error) {
-        findings.append(Finding(location: locations.location(of: path), severity: severity, path: path, message: message))
+        findings.append(
+            Finding(location: locations.location(of: path), severity: severity, path: path, message: message))
     }
 
     mutating func range(_ path: String, _ value: Int, _ bounds: ClosedRange<Int>) {
@@ -25,8 +26,10 @@ struct ConfigValidator {
     consuming func validate() -> [Finding] {
         let supported = PerchConfiguration.supportedVersion
         if config.version > supported {
-            error("version", "configuration version \(config.version) is newer than this Perch reads (at most \(supported)); "
-                + "upgrade Perch or write version: \(supported)")
+            error(
+                "version",
+                "configuration version \(config.version) is newer than this Perch reads (at most \(supported)); "
+                    + "upgrade Perch or write version: \(supported)")
         } else if config.version < 1 && locations.contains("version") {
             error("version", "configuration version \(config.version) does not exist; write version: \(supported)")
         }
@@ -87,7 +90,9 @@ struct ConfigValidator {
                 if uids[member.uid] == nil {
                     unknownUser(memberPath + ".uid", member.uid, known: uids.keys)
                 } else if !seen.insert(member.uid).inserted {
-                    error(memberPath + ".uid", "'\(member.uid)' is listed twice in group '\(group.guid)' (the owner counts)")
+                    error(
+                        memberPath + ".uid",
+                        "'\(member.uid)' is listed twice in group '\(group.guid)' (the owner counts)")
                 }
                 if member.scope == .owner {
                     error(memberPath + ".scope", "a group has one owner, set with 'owner'; use admin here")

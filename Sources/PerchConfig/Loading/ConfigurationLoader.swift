@@ -46,8 +46,10 @@ public struct ConfigurationLoader: Sendable {
     public func load(configPath: String) -> LoadedConfiguration {
         var result = LoadedConfiguration(configPath: configPath, config: nil, bots: [], findings: [])
         guard let data = FileManager.default.contents(atPath: configPath) else {
-            result.findings.append(Finding(location: .init(file: configPath, line: 1, column: 1),
-                message: "cannot read the configuration file"))
+            result.findings.append(
+                Finding(
+                    location: .init(file: configPath, line: 1, column: 1),
+                    message: "cannot read the configuration file"))
             return result
         }
         let (config, locations, findings) = decode(PerchConfiguration.self, bytes: Array(data), file: configPath)
@@ -55,11 +57,34 @@ public struct ConfigurationLoader: Sendable {
         if let config, let locations {
             result.config = config
             result.findings += ConfigValidator(config: config, locations: locations).validate()
-            result.bots = loadBots(from: result.resolve(config.botsDirectory), shownAs: displayPath(config.botsDirectory,
-                configPath: configPath), into: &result.findings)
+            result.bots = loadBots(
+                from: result.resolve(config.botsDirectory),
+                shownAs: displayPath(
+                    config.botsDirectory,
+                    configPath: configPath), into: &result.findings)
             result.findings += BotValidator(config: config, bots: result.bots, swiftPlugins: swiftPlugins).validate()
         }
         result.findings.sort { ($0.location, $0.message) < ($1.location, $1.message) }
+        return result
+    }
+
+    /// Loads a configuration held in memory: config.yaml's bytes and bot files by name. The
+    /// fuzzer and tests use it; findings name `config.yaml` and `bots/<name>`.
+    public func load(config: [UInt8], bots: [(name: String, bytes: [UInt8])]) -> LoadedConfiguration {
+        var result = LoadedConfiguration(configPath: "config.yaml", config: nil, bots: [], findings: [])
+        let (decoded, locations, findings) = decode(PerchConfiguration.self, bytes: config, file: "config.yaml")
+        result.findings += findings
+        guard let decoded, let locations else { return result }
+        result.config = decoded
+        result.findings += ConfigValidator(config: decoded, locations: locations).validate()
+        for (name, bytes) in bots {
+            let (bot, botLocations, found) = decode(BotConfiguration.self, bytes: bytes, file: "bots/" + name)
+            result.findings += found
+            if let bot, let botLocations {
+                result.bots.append(LoadedBot(file: "bots/" + name, bot: bot, locations: botLocations))
+            }
+        }
+        result.findings += BotValidator(config: decoded, bots: result.bots, swiftPlugins: swiftPlugins).validate()
         return result
     }
 
@@ -91,7 +116,8 @@ public struct ConfigurationLoader: Sendable {
         for name in names {
             let file = shown + "/" + name
             guard let data = FileManager.default.contents(atPath: directory + "/" + name) else {
-                findings.append(Finding(location: .init(file: file, line: 1, column: 1), message: "cannot read the file"))
+                findings.append(
+                    Finding(location: .init(file: file, line: 1, column: 1), message: "cannot read the file"))
                 continue
             }
             let (bot, locations, found) = decode(BotConfiguration.self, bytes: Array(data), file: file)

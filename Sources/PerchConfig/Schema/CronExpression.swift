@@ -18,7 +18,8 @@ public struct CronExpression: Sendable, Equatable {
     public init(_ source: String) throws(ConfigValueError) {
         let fields = source.split(whereSeparator: { $0 == " " || $0 == "\t" }).map(String.init)
         guard fields.count == 5 else {
-            throw ConfigValueError("a cron schedule has 5 fields (minute hour day month weekday), found \(fields.count)")
+            throw ConfigValueError(
+                "a cron schedule has 5 fields (minute hour day month weekday), found \(fields.count)")
         }
         self.source = source
         minutes = try Self.field(fields[0], "minute", 0...59)
@@ -37,7 +38,9 @@ public struct CronExpression: Sendable, Equatable {
             guard pieces.count <= 2 else { throw ConfigValueError("bad \(name) field '\(text)'") }
             var step = 1
             if pieces.count == 2 {
-                guard let value = Int(pieces[1]), value > 0 else { throw ConfigValueError("bad step in \(name) '\(text)'") }
+                guard let value = Int(pieces[1]), value > 0 else {
+                    throw ConfigValueError("bad step in \(name) '\(text)'")
+                }
                 step = value
             }
             let range: ClosedRange<Int>

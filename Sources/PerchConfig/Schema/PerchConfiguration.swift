@@ -43,7 +43,8 @@ public struct PerchConfiguration: Decodable, Sendable {
         storage = try c.decodeIfPresent(StorageConfiguration.self, forKey: .storage) ?? StorageConfiguration()
         features = try c.decodeIfPresent(Features.self, forKey: .features) ?? Features()
         limits = try c.decodeIfPresent(Limits.self, forKey: .limits) ?? Limits()
-        notifications = try c.decodeIfPresent(NotificationDefaults.self, forKey: .notifications) ?? NotificationDefaults()
+        notifications =
+            try c.decodeIfPresent(NotificationDefaults.self, forKey: .notifications) ?? NotificationDefaults()
         ui = try c.decodeIfPresent(UIConfiguration.self, forKey: .ui) ?? UIConfiguration()
         strings = try c.decodeIfPresent(StringTable.self, forKey: .strings) ?? StringTable()
         seed = try c.decodeIfPresent(Seed.self, forKey: .seed) ?? Seed()

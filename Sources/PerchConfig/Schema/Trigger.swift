@@ -69,7 +69,9 @@ extension Trigger: Decodable, ConfigPlaceholder {
             return
         }
         let c = try decoder.container(keyedBy: CodingKeys.self)
-        let present = c.allKeys.map(\.stringValue).filter { ["mention", "command", "schedule", "webhook"].contains($0) }
+        let present = c.allKeys.map(\.stringValue).filter {
+            ["mention", "command", "schedule", "webhook"].contains($0)
+        }
         guard present.count == 1 else {
             throw ConfigValueError(
                 present.isEmpty

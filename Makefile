@@ -1,0 +1,43 @@
+# Perch: the two commands a newcomer needs are `make run` and `make test`.
+SWIFT ?= swift
+CONFIG ?= config.yaml
+FUZZ_SECONDS ?= 600
+
+.PHONY: run test check build lint format fuzz setup clean
+
+## Set up, build and start the host on the embedded backend with config.yaml and bots/.
+run: setup
+	$(SWIFT) build -c release --product perch
+	./scripts/dev-key .build/release/perch run --config $(CONFIG)
+
+## Run the whole test suite (and the format lint) exactly as CI does.
+test: setup
+	$(SWIFT) format lint --strict --recursive Package.swift Sources Tests
+	$(SWIFT) test --parallel
+
+## Validate config.yaml and every bot file.
+check: setup
+	$(SWIFT) build --product perch
+	./scripts/dev-key .build/debug/perch check --config $(CONFIG)
+
+build: setup
+	$(SWIFT) build
+
+setup:
+	@./scripts/setup
+
+lint:
+	$(SWIFT) format lint --strict --recursive Package.swift Sources Tests
+
+format:
+	$(SWIFT) format --in-place --recursive Package.swift Sources Tests
+
+## Fuzz the configuration loader for FUZZ_SECONDS (default 600) from the seed corpus in Fuzz/corpus.
+fuzz: setup
+	$(SWIFT) build --build-path .build/fuzz --product FuzzConfig --sanitize=fuzzer --sanitize=address \
+		-Xswiftc -sanitize-coverage=edge,trace-cmp,inline-8bit-counters,pc-table
+	mkdir -p .build/fuzz-corpus && cp -n Fuzz/corpus/* .build/fuzz-corpus/
+	./.build/fuzz/debug/FuzzConfig .build/fuzz-corpus -max_total_time=$(FUZZ_SECONDS) -max_len=4096 -timeout=10
+
+clean:
+	rm -rf .build

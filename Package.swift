@@ -36,6 +36,9 @@ let package = Package(
         // libFuzzer entry point for the configuration loader (build with --sanitize=fuzzer).
         .executableTarget(name: "FuzzConfig", dependencies: ["PerchConfig"]),
 
+        // The child process of the store's crash test.
+        .executableTarget(name: "PerchStoreProbe", dependencies: ["PerchService", "PerchSQLite", "PerchChat"]),
+
         .testTarget(name: "PerchYAMLTests", dependencies: ["PerchYAML"]),
         .testTarget(
             name: "PerchConfigTests",
@@ -43,7 +46,8 @@ let package = Package(
             resources: [.copy("Fixtures")]
         ),
         .testTarget(name: "PerchChatTests", dependencies: ["PerchChat"]),
-        .testTarget(name: "PerchServiceTests", dependencies: ["PerchService", "PerchSQLite", "PerchChat"]),
+        .testTarget(
+            name: "PerchServiceTests", dependencies: ["PerchService", "PerchSQLite", "PerchChat", "PerchStoreProbe"]),
     ],
     swiftLanguageModes: [.v6]
 )

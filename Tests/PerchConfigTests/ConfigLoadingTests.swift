@@ -125,7 +125,8 @@ import Testing
     /// Every ```yaml block of docs/configuration.md that starts with `# config.yaml` or
     /// `# bots/NAME.yaml` loads; the one the text says is refused is refused.
     @Test func everyExampleInTheConfigurationGuideLoads() throws {
-        let text = try String(contentsOfFile: ConfigLoadingTests.repositoryRoot + "/docs/configuration.md", encoding: .utf8)
+        let text = try String(
+            contentsOfFile: ConfigLoadingTests.repositoryRoot + "/docs/configuration.md", encoding: .utf8)
         let blocks = text.components(separatedBy: "```yaml\n").dropFirst().map { $0.components(separatedBy: "```")[0] }
         #expect(blocks.count >= 4)
         for block in blocks {
@@ -134,7 +135,10 @@ import Testing
                 defer { fixture.cleanup() }
                 let findings = fixture.load().findings.map(\.description)
                 if block.contains("x-preferences") {
-                    #expect(findings == ["config.yaml:3:1: error: x-preferences: unknown key 'x-preferences' (known keys: backend, botsDirectory, features, limits, notifications, seed, server, storage, strings, ui, version)"])
+                    #expect(
+                        findings == [
+                            "config.yaml:3:1: error: x-preferences: unknown key 'x-preferences' (known keys: backend, botsDirectory, features, limits, notifications, seed, server, storage, strings, ui, version)"
+                        ])
                 } else {
                     #expect(findings == [], "example:\n\(block)")
                 }

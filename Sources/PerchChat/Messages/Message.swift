@@ -30,6 +30,10 @@ public struct Message: Sendable, Hashable, Codable {
     public var updatedAt: Int64
     public var pinnedAt: Int64
     public var pinnedBy: String
+    /// The quoted message, as it is now (deleted shows as deleted), on fetched quote replies.
+    public var quotedMessage: MessagePreview?
+    /// The thread's root, where a reply is shown out of its thread (pinned lists).
+    public var parentMessage: MessagePreview?
     // Per viewer.
     public var savedAt: Int64
     public var hasMentionedMe: Bool
@@ -123,5 +127,30 @@ public struct Attachment: Sendable, Hashable, Codable {
         self.mimeType = mimeType
         self.extension = `extension`
         self.url = url
+    }
+}
+
+/// A message shown inside another: a quote reply's quoted message, a pinned reply's parent.
+public struct MessagePreview: Sendable, Hashable, Codable {
+    public var id: Int64
+    public var sender: String
+    public var type: String
+    public var category: MessageCategory
+    public var text: String?
+    public var attachments: [Attachment]
+    public var parentMessageId: Int64
+    public var sentAt: Int64
+    public var deletedAt: Int64
+
+    public init(_ message: Message) {
+        id = message.id
+        sender = message.sender
+        type = message.type
+        category = message.category
+        text = message.text
+        attachments = message.attachments
+        parentMessageId = message.parentMessageId
+        sentAt = message.sentAt
+        deletedAt = message.deletedAt
     }
 }

@@ -1,0 +1,87 @@
+/// One entry of the durable event log: a listener callback, named as CometChat names it, with its
+/// payload. Message payloads carry the per-viewer fields as "not reported" (0 / false).
+public struct ChatEvent: Sendable, Hashable, Codable {
+    public var seq: Int64
+    public var name: EventName
+    public var conversationId: String
+    public var createdAt: Int64
+    public var message: Message?
+    public var member: MemberChange?
+
+    public init(
+        seq: Int64 = 0, name: EventName, conversationId: String, createdAt: Int64, message: Message? = nil,
+        member: MemberChange? = nil
+    ) {
+        self.seq = seq
+        self.name = name
+        self.conversationId = conversationId
+        self.createdAt = createdAt
+        self.message = message
+        self.member = member
+    }
+}
+
+/// A change of group membership: who, by whom, and the scopes involved.
+public struct MemberChange: Sendable, Hashable, Codable {
+    public var guid: String
+    public var uid: String
+    public var actor: String
+    public var scope: GroupMemberScope?
+    public var oldScope: GroupMemberScope?
+
+    public init(
+        guid: String, uid: String, actor: String, scope: GroupMemberScope? = nil,
+        oldScope: GroupMemberScope? = nil
+    ) {
+        self.guid = guid
+        self.uid = uid
+        self.actor = actor
+        self.scope = scope
+        self.oldScope = oldScope
+    }
+}
+
+/// The listener callbacks, with CometChat's names as raw values.
+public enum EventName: String, Sendable, Hashable, Codable, CaseIterable {
+    case textMessageReceived = "onTextMessageReceived"
+    case mediaMessageReceived = "onMediaMessageReceived"
+    case customMessageReceived = "onCustomMessageReceived"
+    case messageEdited = "onMessageEdited"
+    case messageDeleted = "onMessageDeleted"
+    case messagePinned = "onMessagePinned"
+    case messageUnpinned = "onMessageUnpinned"
+    case messageSaved = "onMessageSaved"
+    case messageUnsaved = "onMessageUnsaved"
+    case groupMemberJoined = "onGroupMemberJoined"
+    case groupMemberLeft = "onGroupMemberLeft"
+    case groupMemberKicked = "onGroupMemberKicked"
+    case groupMemberBanned = "onGroupMemberBanned"
+    case groupMemberUnbanned = "onGroupMemberUnbanned"
+    case groupMemberScopeChanged = "onGroupMemberScopeChanged"
+    case memberAddedToGroup = "onMemberAddedToGroup"
+
+    /// The "received" callback for a new message of this type and category.
+    public static func received(_ message: Message) -> EventName {
+        if message.category == .custom { return .customMessageReceived }
+        if MessageType.media.contains(message.type) { return .mediaMessageReceived }
+        return .textMessageReceived
+    }
+
+    public var isNewMessage: Bool {
+        self == .textMessageReceived || self == .mediaMessageReceived || self == .customMessageReceived
+    }
+}
+
+/// Who receives an event: every member of a group at read time, and/or listed users; a session
+/// may be left out (a user's own save reaches only their other sessions).
+public struct EventAudience: Sendable, Hashable {
+    public var group: String?
+    public var users: [String]
+    public var excludedSession: String?
+
+    public init(group: String? = nil, users: [String] = [], excludedSession: String? = nil) {
+        self.group = group
+        self.users = users
+        self.excludedSession = excludedSession
+    }
+}

@@ -1,0 +1,151 @@
+import CSQLite
+import Foundation
+
+/// An SQLite failure: the result code and SQLite's message.
+public struct SQLiteError: Error, CustomStringConvertible, Sendable {
+    public var code: Int32
+    public var message: String
+    public var description: String { "SQLite error \(code): \(message)" }
+}
+
+/// A value bound to or read from a statement.
+enum SQLValue {
+    case null
+    case int(Int64)
+    case double(Double)
+    case text(String)
+}
+
+/// One SQLite connection with a cache of prepared statements: a statement is compiled once per
+/// connection and reused, so the hot path never re-parses SQL.
+///
+/// A connection is used by one thread at a time: the writer thread owns its connection, and reader
+/// connections are checked out of a pool under a lock. That is the contract that makes the
+/// `@unchecked Sendable` wrapper below sound.
+final class SQLiteConnection {
+    let handle: OpaquePointer
+    private var statements: [String: OpaquePointer] = [:]
+
+    init(path: String, readOnly: Bool) throws {
+        var db: OpaquePointer?
+        let flags =
+            (readOnly ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE) | SQLITE_OPEN_NOMUTEX
+        let code = sqlite3_open_v2(path, &db, flags, nil)
+        guard code == SQLITE_OK, let db else {
+            let message = db.map { String(cString: sqlite3_errmsg($0)) } ?? "cannot open"
+            if let db { sqlite3_close_v2(db) }
+            throw SQLiteError(code: code, message: message)
+        }
+        handle = db
+        sqlite3_busy_timeout(db, 10_000)
+        sqlite3_extended_result_codes(db, 1)
+    }
+
+    deinit {
+        for statement in statements.values { sqlite3_finalize(statement) }
+        sqlite3_close_v2(handle)
+    }
+
+    var lastMessage: String { String(cString: sqlite3_errmsg(handle)) }
+
+    func check(_ code: Int32) throws {
+        guard code == SQLITE_OK || code == SQLITE_DONE || code == SQLITE_ROW else {
+            throw SQLiteError(code: code, message: lastMessage)
+        }
+    }
+
+    /// Runs SQL text that takes no parameters (schema, pragmas, transaction control).
+    func execute(_ sql: String) throws {
+        var error: UnsafeMutablePointer<CChar>?
+        let code = sqlite3_exec(handle, sql, nil, nil, &error)
+        if code != SQLITE_OK {
+            let message = error.map { String(cString: $0) } ?? lastMessage
+            sqlite3_free(error)
+            throw SQLiteError(code: code, message: message)
+        }
+    }
+
+    func statement(_ sql: String) throws -> OpaquePointer {
+        if let cached = statements[sql] { return cached }
+        var statement: OpaquePointer?
+        try check(sqlite3_prepare_v3(handle, sql, -1, UInt32(SQLITE_PREPARE_PERSISTENT), &statement, nil))
+        guard let statement else { throw SQLiteError(code: SQLITE_MISUSE, message: "empty statement: \(sql)") }
+        statements[sql] = statement
+        return statement
+    }
+
+    private func bind(_ statement: OpaquePointer, _ values: [SQLValue]) throws {
+        for (offset, value) in values.enumerated() {
+            let index = Int32(offset + 1)
+            let code: Int32
+            switch value {
+            case .null: code = sqlite3_bind_null(statement, index)
+            case .int(let number): code = sqlite3_bind_int64(statement, index, number)
+            case .double(let number): code = sqlite3_bind_double(statement, index, number)
+            case .text(let text):
+                code = sqlite3_bind_text(statement, index, text, -1, perch_sqlite_transient())
+            }
+            try check(code)
+        }
+    }
+
+    /// Runs a statement that returns no rows; returns the number of rows changed.
+    @discardableResult
+    func run(_ sql: String, _ values: [SQLValue] = []) throws -> Int {
+        let statement = try statement(sql)
+        defer {
+            sqlite3_reset(statement)
+            sqlite3_clear_bindings(statement)
+        }
+        try bind(statement, values)
+        var code = sqlite3_step(statement)
+        while code == SQLITE_ROW { code = sqlite3_step(statement) }
+        try check(code)
+        return Int(sqlite3_changes(handle))
+    }
+
+    /// Runs a query, handing each row to `row`.
+    func query<T>(_ sql: String, _ values: [SQLValue] = [], row: (Row) throws -> T) throws -> [T] {
+        let statement = try statement(sql)
+        defer {
+            sqlite3_reset(statement)
+            sqlite3_clear_bindings(statement)
+        }
+        try bind(statement, values)
+        var results: [T] = []
+        while true {
+            let code = sqlite3_step(statement)
+            if code == SQLITE_DONE { break }
+            guard code == SQLITE_ROW else { throw SQLiteError(code: code, message: lastMessage) }
+            results.append(try row(Row(statement: statement)))
+        }
+        return results
+    }
+
+    func scalar(_ sql: String, _ values: [SQLValue] = []) throws -> Int64? {
+        try query(sql, values) { $0.isNull(0) ? nil : $0.int(0) }.first ?? nil
+    }
+
+    var lastInsertRowID: Int64 { sqlite3_last_insert_rowid(handle) }
+
+    /// A row of a result, read by column index.
+    struct Row {
+        let statement: OpaquePointer
+
+        func int(_ column: Int32) -> Int64 { sqlite3_column_int64(statement, column) }
+        func isNull(_ column: Int32) -> Bool { sqlite3_column_type(statement, column) == SQLITE_NULL }
+
+        func text(_ column: Int32) -> String {
+            guard let pointer = sqlite3_column_text(statement, column) else { return "" }
+            let count = Int(sqlite3_column_bytes(statement, column))
+            return String(decoding: UnsafeBufferPointer(start: pointer, count: count), as: UTF8.self)
+        }
+
+        func optionalText(_ column: Int32) -> String? { isNull(column) ? nil : text(column) }
+    }
+}
+
+/// A connection crossing threads inside the pool or the writer; see ``SQLiteConnection``.
+struct ConnectionBox: @unchecked Sendable {
+    let connection: SQLiteConnection
+}

@@ -1,0 +1,481 @@
+import Foundation
+import PerchChat
+import PerchService
+
+/// The store's typed reads and writes over one connection, inside a transaction the store opened.
+final class SQLiteTransaction: ChatWriteTransaction {
+    let db: SQLiteConnection
+    let coder: JSONCoder
+    /// The highest event sequence this transaction appended.
+    var lastEventSequence: Int64 = 0
+
+    init(_ db: SQLiteConnection, coder: JSONCoder) {
+        self.db = db
+        self.coder = coder
+    }
+
+    // MARK: Users
+
+    static let userColumns = "uid, name, role, metadata, created_at, updated_at"
+
+    func readUser(_ row: SQLiteConnection.Row) -> User {
+        User(
+            uid: row.text(0), name: row.text(1), role: row.text(2), metadata: coder.decode(row.optionalText(3)),
+            createdAt: row.int(4), updatedAt: row.int(5))
+    }
+
+    func user(_ uid: String) throws -> User? {
+        try db.query("SELECT \(Self.userColumns) FROM users WHERE uid = ?", [.text(uid)], row: readUser).first
+    }
+
+    func users(limit: Int, after uid: String?) throws -> [User] {
+        try db.query(
+            "SELECT \(Self.userColumns) FROM users WHERE uid > ? ORDER BY uid LIMIT ?",
+            [.text(uid ?? ""), .int(Int64(limit))], row: readUser)
+    }
+
+    func insertUser(_ user: User) throws {
+        try db.run(
+            "INSERT INTO users (\(Self.userColumns)) VALUES (?, ?, ?, ?, ?, ?)",
+            [
+                .text(user.uid), .text(user.name), .text(user.role), coder.encodeValue(user.metadata),
+                .int(user.createdAt), .int(user.updatedAt),
+            ])
+    }
+
+    func updateUser(_ user: User) throws {
+        try db.run(
+            "UPDATE users SET name = ?, role = ?, metadata = ?, updated_at = ? WHERE uid = ?",
+            [
+                .text(user.name), .text(user.role), coder.encodeValue(user.metadata), .int(user.updatedAt),
+                .text(user.uid),
+            ])
+    }
+
+    // MARK: Groups
+
+    static let groupColumns =
+        "guid, name, type, owner, metadata, created_at, updated_at, (SELECT count(*) FROM members m WHERE m.guid = groups.guid)"
+
+    func readGroup(_ row: SQLiteConnection.Row) -> Group {
+        Group(
+            guid: row.text(0), name: row.text(1), type: GroupType(rawValue: row.text(2)) ?? .public, owner: row.text(3),
+            metadata: coder.decode(row.optionalText(4)), membersCount: Int(row.int(7)), createdAt: row.int(5),
+            updatedAt: row.int(6))
+    }
+
+    func group(_ guid: String) throws -> Group? {
+        try db.query("SELECT \(Self.groupColumns) FROM groups WHERE guid = ?", [.text(guid)], row: readGroup).first
+    }
+
+    func groups(limit: Int, after guid: String?) throws -> [Group] {
+        try db.query(
+            "SELECT \(Self.groupColumns) FROM groups WHERE guid > ? ORDER BY guid LIMIT ?",
+            [.text(guid ?? ""), .int(Int64(limit))], row: readGroup)
+    }
+
+    func insertGroup(_ group: Group) throws {
+        try db.run(
+            "INSERT INTO groups (guid, name, type, owner, metadata, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
+            [
+                .text(group.guid), .text(group.name), .text(group.type.rawValue), .text(group.owner),
+                coder.encodeValue(group.metadata), .int(group.createdAt), .int(group.updatedAt),
+            ])
+    }
+
+    func updateGroup(_ group: Group) throws {
+        try db.run(
+            "UPDATE groups SET name = ?, type = ?, owner = ?, metadata = ?, updated_at = ? WHERE guid = ?",
+            [
+                .text(group.name), .text(group.type.rawValue), .text(group.owner), coder.encodeValue(group.metadata),
+                .int(group.updatedAt), .text(group.guid),
+            ])
+    }
+
+    func readMember(_ row: SQLiteConnection.Row) -> GroupMember {
+        GroupMember(
+            guid: row.text(0), uid: row.text(1), scope: GroupMemberScope(rawValue: row.text(2)) ?? .participant,
+            joinedAt: row.int(3))
+    }
+
+    func member(guid: String, uid: String) throws -> GroupMember? {
+        try db.query(
+            "SELECT guid, uid, scope, joined_at FROM members WHERE guid = ? AND uid = ?", [.text(guid), .text(uid)],
+            row: readMember
+        ).first
+    }
+
+    func members(guid: String, limit: Int, after uid: String?) throws -> [GroupMember] {
+        try db.query(
+            "SELECT guid, uid, scope, joined_at FROM members WHERE guid = ? AND uid > ? ORDER BY uid LIMIT ?",
+            [.text(guid), .text(uid ?? ""), .int(Int64(limit))], row: readMember)
+    }
+
+    func memberUids(guid: String) throws -> [String] {
+        try db.query("SELECT uid FROM members WHERE guid = ? ORDER BY uid", [.text(guid)]) { $0.text(0) }
+    }
+
+    func upsertMember(_ member: GroupMember) throws {
+        try db.run(
+            """
+            INSERT INTO members (guid, uid, scope, joined_at) VALUES (?, ?, ?, ?)
+            ON CONFLICT (guid, uid) DO UPDATE SET scope = excluded.scope
+            """,
+            [.text(member.guid), .text(member.uid), .text(member.scope.rawValue), .int(member.joinedAt)])
+    }
+
+    func removeMember(guid: String, uid: String) throws {
+        try db.run("DELETE FROM members WHERE guid = ? AND uid = ?", [.text(guid), .text(uid)])
+    }
+
+    func isBanned(guid: String, uid: String) throws -> Bool {
+        try db.scalar("SELECT 1 FROM bans WHERE guid = ? AND uid = ?", [.text(guid), .text(uid)]) != nil
+    }
+
+    func bannedUids(guid: String) throws -> [String] {
+        try db.query("SELECT uid FROM bans WHERE guid = ? ORDER BY uid", [.text(guid)]) { $0.text(0) }
+    }
+
+    func setBanned(guid: String, uid: String, banned: Bool, at time: Int64) throws {
+        if banned {
+            try db.run(
+                "INSERT INTO bans (guid, uid, banned_at) VALUES (?, ?, ?) ON CONFLICT DO NOTHING",
+                [.text(guid), .text(uid), .int(time)])
+        } else {
+            try db.run("DELETE FROM bans WHERE guid = ? AND uid = ?", [.text(guid), .text(uid)])
+        }
+    }
+
+    // MARK: Messages
+
+    static let messageColumns = """
+        id, muid, conversation_id, sender, receiver_type, receiver, type, category, text, data, attachments, metadata, \
+        tags, mentions, parent_id, quoted_id, reply_count, sent_at, edited_at, edited_by, deleted_at, deleted_by, \
+        updated_at, pinned_at, pinned_by
+        """
+
+    func readMessage(_ row: SQLiteConnection.Row) -> Message {
+        Message(
+            id: row.int(0), muid: row.text(1), conversationId: row.text(2), sender: row.text(3),
+            receiverType: ReceiverType(rawValue: row.text(4)) ?? .user, receiverUid: row.text(5), type: row.text(6),
+            category: MessageCategory(rawValue: row.text(7)) ?? .message, text: row.optionalText(8),
+            data: coder.decode(row.optionalText(9)), attachments: coder.decode(row.optionalText(10)) ?? [],
+            metadata: coder.decode(row.optionalText(11)), tags: coder.decode(row.optionalText(12)) ?? [],
+            mentionedUids: coder.decode(row.optionalText(13)) ?? [], parentMessageId: row.int(14),
+            quotedMessageId: row.int(15), replyCount: Int(row.int(16)), sentAt: row.int(17), editedAt: row.int(18),
+            editedBy: row.text(19), deletedAt: row.int(20), deletedBy: row.text(21), updatedAt: row.int(22),
+            pinnedAt: row.int(23), pinnedBy: row.text(24))
+    }
+
+    func message(_ id: Int64) throws -> Message? {
+        try db.query("SELECT \(Self.messageColumns) FROM messages WHERE id = ?", [.int(id)], row: readMessage).first
+    }
+
+    func messages(_ ids: [Int64]) throws -> [Int64: Message] {
+        var found: [Int64: Message] = [:]
+        for id in Set(ids) { if let message = try message(id) { found[id] = message } }
+        return found
+    }
+
+    func message(sender: String, muid: String) throws -> Message? {
+        try db.query(
+            "SELECT \(Self.messageColumns) FROM messages WHERE sender = ? AND muid = ? AND muid != ''",
+            [.text(sender), .text(muid)], row: readMessage
+        ).first
+    }
+
+    func liveQuoteReplyCount(of id: Int64) throws -> Int {
+        Int(try db.scalar("SELECT count(*) FROM messages WHERE quoted_id = ? AND deleted_at = 0", [.int(id)]) ?? 0)
+    }
+
+    func messageValues(_ message: Message) -> [SQLValue] {
+        [
+            .text(message.muid), .text(message.conversationId), .text(message.sender),
+            .text(message.receiverType.rawValue), .text(message.receiverUid), .text(message.type),
+            .text(message.category.rawValue), message.text.map(SQLValue.text) ?? .null, coder.encodeValue(message.data),
+            message.attachments.isEmpty ? .null : coder.encodeValue(message.attachments),
+            coder.encodeValue(message.metadata), message.tags.isEmpty ? .null : coder.encodeValue(message.tags),
+            message.mentionedUids.isEmpty ? .null : coder.encodeValue(message.mentionedUids),
+            .int(message.parentMessageId), .int(message.quotedMessageId), .int(Int64(message.replyCount)),
+            .int(message.sentAt), .int(message.editedAt), .text(message.editedBy), .int(message.deletedAt),
+            .text(message.deletedBy), .int(message.updatedAt), .int(message.pinnedAt), .text(message.pinnedBy),
+        ]
+    }
+
+    func insertMessage(_ message: Message) throws -> Int64 {
+        try db.run(
+            """
+            INSERT INTO messages (muid, conversation_id, sender, receiver_type, receiver, type, category, text, data, \
+            attachments, metadata, tags, mentions, parent_id, quoted_id, reply_count, sent_at, edited_at, edited_by, \
+            deleted_at, deleted_by, updated_at, pinned_at, pinned_by)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+            """, messageValues(message))
+        let id = db.lastInsertRowID
+        try writeMentions(id: id, uids: message.mentionedUids)
+        return id
+    }
+
+    func updateMessage(_ message: Message) throws {
+        try db.run(
+            """
+            UPDATE messages SET muid = ?, conversation_id = ?, sender = ?, receiver_type = ?, receiver = ?, type = ?, \
+            category = ?, text = ?, data = ?, attachments = ?, metadata = ?, tags = ?, mentions = ?, parent_id = ?, \
+            quoted_id = ?, reply_count = ?, sent_at = ?, edited_at = ?, edited_by = ?, deleted_at = ?, deleted_by = ?, \
+            updated_at = ?, pinned_at = ?, pinned_by = ?
+            WHERE id = ?
+            """, messageValues(message) + [.int(message.id)])
+        try db.run("DELETE FROM mentions WHERE message_id = ?", [.int(message.id)])
+        try writeMentions(id: message.id, uids: message.mentionedUids)
+    }
+
+    func writeMentions(id: Int64, uids: [String]) throws {
+        for uid in uids {
+            try db.run("INSERT OR IGNORE INTO mentions (uid, message_id) VALUES (?, ?)", [.text(uid), .int(id)])
+        }
+    }
+
+    func adjustReplyCount(of id: Int64, by delta: Int, updatedAt: Int64) throws {
+        try db.run(
+            "UPDATE messages SET reply_count = max(0, reply_count + ?), updated_at = ? WHERE id = ?",
+            [.int(Int64(delta)), .int(updatedAt), .int(id)])
+    }
+
+    /// One page of a conversation. Every filter is a condition on indexed columns or on the rows the
+    /// index walk yields, so a page reads O(limit) rows when the filters are selective enough.
+    func listMessages(_ query: MessageQuery) throws -> [Message] {
+        let (sql, values) = Self.pageSQL(query)
+        return try db.query(sql, values, row: readMessage)
+    }
+
+    static func pageSQL(_ query: MessageQuery) -> (String, [SQLValue]) {
+        var conditions: [String] = []
+        var values: [SQLValue] = []
+        switch query.parentMessageId {
+        case nil:
+            conditions.append("conversation_id = ?")
+            values.append(.text(query.conversationId))
+        case 0?:
+            conditions.append("conversation_id = ? AND parent_id = 0")
+            values.append(.text(query.conversationId))
+        case let parent?:
+            conditions.append("parent_id = ? AND conversation_id = ?")
+            values += [.int(parent), .text(query.conversationId)]
+        }
+        let ascending: Bool
+        switch query.direction {
+        case .before(let bound?):
+            conditions.append("id < ?")
+            values.append(.int(bound))
+            ascending = false
+        case .before(nil):
+            ascending = false
+        case .after(let bound):
+            conditions.append("id > ?")
+            values.append(.int(bound))
+            ascending = true
+        }
+        if query.hideDeleted { conditions.append("deleted_at = 0") }
+        if query.onlyPinned { conditions.append("pinned_at != 0") }
+        if !query.categories.isEmpty {
+            conditions.append(
+                "category IN (\(Array(repeating: "?", count: query.categories.count).joined(separator: ", ")))")
+            values += query.categories.map { .text($0.rawValue) }
+        }
+        if !query.types.isEmpty {
+            conditions.append("type IN (\(Array(repeating: "?", count: query.types.count).joined(separator: ", ")))")
+            values += query.types.map { .text($0) }
+        }
+        if let keyword = query.searchKeyword, !keyword.isEmpty {
+            conditions.append("text LIKE ? ESCAPE '\\'")
+            let escaped = keyword.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(
+                of: "%", with: "\\%"
+            )
+            .replacingOccurrences(of: "_", with: "\\_")
+            values.append(.text("%\(escaped)%"))
+        }
+        if !query.mentionedUids.isEmpty {
+            let marks = Array(repeating: "?", count: query.mentionedUids.count).joined(separator: ", ")
+            conditions.append("id IN (SELECT message_id FROM mentions WHERE uid IN (\(marks)))")
+            values += query.mentionedUids.map { .text($0) }
+        }
+        let order = ascending ? "ASC" : "DESC"
+        let sql =
+            "SELECT \(Self.messageColumns) FROM messages WHERE \(conditions.joined(separator: " AND ")) ORDER BY id \(order) LIMIT ?"
+        values.append(.int(Int64(query.limit)))
+        return (sql, values)
+    }
+
+    // MARK: Pins and saves
+
+    func pinnedCount(conversationId: String) throws -> Int {
+        Int(
+            try db.scalar(
+                "SELECT count(*) FROM messages WHERE conversation_id = ? AND pinned_at != 0",
+                [.text(conversationId)]) ?? 0)
+    }
+
+    func pinnedMessages(conversationId: String, limit: Int, after cursor: (Int64, Int64)?) throws -> [Message] {
+        let (time, id) = cursor ?? (Int64.max, Int64.max)
+        return try db.query(
+            """
+            SELECT \(Self.messageColumns) FROM messages
+            WHERE conversation_id = ? AND pinned_at != 0 AND (pinned_at, id) < (?, ?)
+            ORDER BY pinned_at DESC, id DESC LIMIT ?
+            """, [.text(conversationId), .int(time), .int(id), .int(Int64(limit))], row: readMessage)
+    }
+
+    /// A save counts while its message is live and the user can still see the conversation.
+    static let liveSave = """
+        m.deleted_at = 0 AND (m.receiver_type = 'user' OR EXISTS (
+            SELECT 1 FROM members mb WHERE mb.guid = m.receiver AND mb.uid = s.uid))
+        """
+
+    func liveSaveCount(uid: String) throws -> Int {
+        Int(
+            try db.scalar(
+                "SELECT count(*) FROM saves s JOIN messages m ON m.id = s.message_id WHERE s.uid = ? AND \(Self.liveSave)",
+                [.text(uid)]) ?? 0)
+    }
+
+    func savedMessages(uid: String, limit: Int, after cursor: (Int64, Int64)?) throws -> [Message] {
+        let (time, id) = cursor ?? (Int64.max, Int64.max)
+        let columns = Self.messageColumns.split(separator: ",").map {
+            "m." + $0.trimmingCharacters(in: .whitespacesAndNewlines)
+        }
+        .joined(separator: ", ")
+        return try db.query(
+            """
+            SELECT \(columns), s.saved_at FROM saves s JOIN messages m ON m.id = s.message_id
+            WHERE s.uid = ? AND (s.saved_at, s.message_id) < (?, ?) AND \(Self.liveSave)
+            ORDER BY s.saved_at DESC, s.message_id DESC LIMIT ?
+            """, [.text(uid), .int(time), .int(id), .int(Int64(limit))]
+        ) { row in
+            var message = readMessage(row)
+            message.savedAt = row.int(25)
+            return message
+        }
+    }
+
+    func savedAt(uid: String, messageIds: [Int64]) throws -> [Int64: Int64] {
+        var found: [Int64: Int64] = [:]
+        for id in messageIds {
+            if let time = try db.scalar(
+                "SELECT saved_at FROM saves WHERE uid = ? AND message_id = ?", [.text(uid), .int(id)])
+            {
+                found[id] = time
+            }
+        }
+        return found
+    }
+
+    func setSaved(uid: String, messageId: Int64, at time: Int64?) throws {
+        if let time {
+            try db.run(
+                "INSERT INTO saves (uid, message_id, saved_at) VALUES (?, ?, ?) ON CONFLICT DO NOTHING",
+                [.text(uid), .int(messageId), .int(time)])
+        } else {
+            try db.run("DELETE FROM saves WHERE uid = ? AND message_id = ?", [.text(uid), .int(messageId)])
+        }
+    }
+
+    func removeSaves(of messageId: Int64) throws {
+        try db.run("DELETE FROM saves WHERE message_id = ?", [.int(messageId)])
+    }
+
+    // MARK: Thread subscriptions
+
+    func subscribedThreads(uid: String, parentIds: [Int64]) throws -> Set<Int64> { [] }
+
+    // MARK: Events
+
+    func appendEvent(_ event: ChatEvent, audience: EventAudience) throws -> Int64 {
+        var stored = event
+        stored.seq = 0
+        try db.run(
+            "INSERT INTO events (name, audience_group, excluded_session, payload) VALUES (?, ?, ?, ?)",
+            [
+                .text(event.name.rawValue), audience.group.map(SQLValue.text) ?? .null,
+                audience.excludedSession.map(SQLValue.text) ?? .null, .text(coder.encodeString(stored)),
+            ])
+        let seq = db.lastInsertRowID
+        for uid in Set(audience.users) {
+            try db.run("INSERT OR IGNORE INTO event_users (uid, seq) VALUES (?, ?)", [.text(uid), .int(seq)])
+        }
+        lastEventSequence = max(lastEventSequence, seq)
+        return seq
+    }
+
+    func events(for uid: String, session: String?, after seq: Int64, limit: Int) throws -> EventPage {
+        var page = EventPage(events: [], scannedThrough: seq)
+        let rows = try db.query(
+            """
+            SELECT e.seq, e.payload, e.excluded_session FROM events e
+            JOIN (
+                SELECT seq FROM (
+                    SELECT e2.seq FROM events e2 JOIN members m ON m.guid = e2.audience_group
+                    WHERE m.uid = ?1 AND e2.audience_group IS NOT NULL AND e2.seq > ?2
+                    ORDER BY e2.seq LIMIT ?3
+                )
+                UNION
+                SELECT seq FROM (SELECT seq FROM event_users WHERE uid = ?1 AND seq > ?2 ORDER BY seq LIMIT ?3)
+            ) picked ON picked.seq = e.seq
+            ORDER BY e.seq LIMIT ?3
+            """, [.text(uid), .int(seq), .int(Int64(limit))]
+        ) { row in (row.int(0), row.text(1), row.optionalText(2)) }
+        for (number, payload, excluded) in rows {
+            page.scannedThrough = number
+            if let excluded, excluded == session { continue }
+            var event: ChatEvent = try coder.decodeOrThrow(payload)
+            event.seq = number
+            page.events.append(event)
+        }
+        return page
+    }
+
+    func cursor(consumer: String) throws -> Int64? {
+        try db.scalar("SELECT seq FROM cursors WHERE consumer = ?", [.text(consumer)])
+    }
+
+    func setCursor(consumer: String, seq: Int64) throws {
+        try db.run(
+            "INSERT INTO cursors (consumer, seq) VALUES (?, ?) ON CONFLICT (consumer) DO UPDATE SET seq = excluded.seq",
+            [.text(consumer), .int(seq)])
+    }
+}
+
+/// JSON for the columns that hold structured values; one per connection, never shared.
+final class JSONCoder {
+    private let encoder: JSONEncoder
+    private let decoder = JSONDecoder()
+
+    init() {
+        encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+    }
+
+    func encodeString<T: Encodable>(_ value: T) -> String {
+        (try? encoder.encode(value)).map { String(decoding: $0, as: UTF8.self) } ?? "null"
+    }
+
+    func encodeValue<T: Encodable>(_ value: T?) -> SQLValue {
+        guard let value else { return .null }
+        return .text(encodeString(value))
+    }
+
+    func decode<T: Decodable>(_ text: String?) -> T? {
+        guard let text else { return nil }
+        return try? decoder.decode(T.self, from: Data(text.utf8))
+    }
+
+    func decodeOrThrow<T: Decodable>(_ text: String) throws -> T {
+        try decoder.decode(T.self, from: Data(text.utf8))
+    }
+}
+
+extension SQLiteTransaction {
+    /// The `EXPLAIN QUERY PLAN` details of a page query.
+    func plan(of query: MessageQuery) throws -> [String] {
+        let (sql, values) = Self.pageSQL(query)
+        return try db.query("EXPLAIN QUERY PLAN " + sql, values) { $0.text(3) }
+    }
+}

@@ -1,0 +1,109 @@
+/// The database schema, as an ordered list of migrations. `PRAGMA user_version` holds how many
+/// have run; a database with a higher version was written by a newer Perch and is refused.
+enum Schema {
+    /// Marks a Perch database (`PRAGMA application_id`), so another SQLite file is never written to.
+    static let applicationID: Int32 = 0x5045_5243  // "PERC"
+
+    static let migrations: [String] = [
+        // 1: users, groups, messages, mentions, the event log and consumer cursors.
+        """
+        CREATE TABLE users (
+            uid TEXT PRIMARY KEY,
+            name TEXT NOT NULL,
+            role TEXT NOT NULL,
+            metadata TEXT,
+            created_at INTEGER NOT NULL,
+            updated_at INTEGER NOT NULL
+        ) WITHOUT ROWID;
+        CREATE TABLE groups (
+            guid TEXT PRIMARY KEY,
+            name TEXT NOT NULL,
+            type TEXT NOT NULL,
+            owner TEXT NOT NULL,
+            metadata TEXT,
+            created_at INTEGER NOT NULL,
+            updated_at INTEGER NOT NULL
+        ) WITHOUT ROWID;
+        CREATE TABLE members (
+            guid TEXT NOT NULL,
+            uid TEXT NOT NULL,
+            scope TEXT NOT NULL,
+            joined_at INTEGER NOT NULL,
+            PRIMARY KEY (guid, uid)
+        ) WITHOUT ROWID;
+        CREATE INDEX members_by_user ON members (uid, guid);
+        CREATE TABLE bans (
+            guid TEXT NOT NULL,
+            uid TEXT NOT NULL,
+            banned_at INTEGER NOT NULL,
+            PRIMARY KEY (guid, uid)
+        ) WITHOUT ROWID;
+        CREATE TABLE messages (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            muid TEXT NOT NULL,
+            conversation_id TEXT NOT NULL,
+            sender TEXT NOT NULL,
+            receiver_type TEXT NOT NULL,
+            receiver TEXT NOT NULL,
+            type TEXT NOT NULL,
+            category TEXT NOT NULL,
+            text TEXT,
+            data TEXT,
+            attachments TEXT,
+            metadata TEXT,
+            tags TEXT,
+            mentions TEXT,
+            parent_id INTEGER NOT NULL,
+            quoted_id INTEGER NOT NULL,
+            reply_count INTEGER NOT NULL,
+            sent_at INTEGER NOT NULL,
+            edited_at INTEGER NOT NULL,
+            edited_by TEXT NOT NULL,
+            deleted_at INTEGER NOT NULL,
+            deleted_by TEXT NOT NULL,
+            updated_at INTEGER NOT NULL,
+            pinned_at INTEGER NOT NULL,
+            pinned_by TEXT NOT NULL
+        );
+        CREATE INDEX messages_by_conversation ON messages (conversation_id, id);
+        CREATE INDEX messages_top_level ON messages (conversation_id, id) WHERE parent_id = 0;
+        CREATE INDEX messages_by_thread ON messages (parent_id, id) WHERE parent_id != 0;
+        CREATE INDEX messages_by_quote ON messages (quoted_id) WHERE quoted_id != 0;
+        CREATE UNIQUE INDEX messages_by_muid ON messages (sender, muid) WHERE muid != '';
+        CREATE TABLE mentions (
+            uid TEXT NOT NULL,
+            message_id INTEGER NOT NULL,
+            PRIMARY KEY (uid, message_id)
+        ) WITHOUT ROWID;
+        CREATE TABLE events (
+            seq INTEGER PRIMARY KEY AUTOINCREMENT,
+            name TEXT NOT NULL,
+            audience_group TEXT,
+            excluded_session TEXT,
+            payload TEXT NOT NULL
+        );
+        CREATE INDEX events_by_group ON events (audience_group, seq) WHERE audience_group IS NOT NULL;
+        CREATE TABLE event_users (
+            uid TEXT NOT NULL,
+            seq INTEGER NOT NULL,
+            PRIMARY KEY (uid, seq)
+        ) WITHOUT ROWID;
+        CREATE TABLE cursors (
+            consumer TEXT PRIMARY KEY,
+            seq INTEGER NOT NULL
+        ) WITHOUT ROWID;
+        """,
+        // 2: pins (on messages) and saves.
+        """
+        CREATE INDEX messages_pinned ON messages (conversation_id, pinned_at, id) WHERE pinned_at != 0;
+        CREATE TABLE saves (
+            uid TEXT NOT NULL,
+            message_id INTEGER NOT NULL,
+            saved_at INTEGER NOT NULL,
+            PRIMARY KEY (uid, message_id)
+        ) WITHOUT ROWID;
+        CREATE INDEX saves_by_time ON saves (uid, saved_at, message_id);
+        CREATE INDEX saves_by_message ON saves (message_id);
+        """,
+    ]
+}

@@ -1,0 +1,107 @@
+import Foundation
+import PerchChat
+
+/// The embedded chat service: CometChat's rules (from PerchChat) applied over a ``ChatStore``.
+///
+/// The host, the HTTP API and the tests all use this one API. Every call is one transaction:
+/// a refusal is a ``ChatError`` and leaves nothing behind; any other failure is logged with an id
+/// and surfaces as `ERR_INTERNAL {id}`.
+public final class ChatService: Sendable {
+    public let store: any ChatStore
+    public let clock: any ChatClock
+    public let settings: ChatSettings
+    let logger: any ChatLogger
+
+    public init(
+        store: any ChatStore, clock: any ChatClock = SystemClock(), settings: ChatSettings = ChatSettings(),
+        logger: any ChatLogger = StandardErrorLogger()
+    ) {
+        self.store = store
+        self.clock = clock
+        self.settings = settings
+        self.logger = logger
+    }
+
+    /// Runs `body` in a write transaction, with errors made wire-safe.
+    func writing<T: Sendable>(_ body: @escaping @Sendable (any ChatWriteTransaction) throws -> T)
+        async throws(ChatError)
+        -> T
+    {
+        do {
+            return try await store.write(body)
+        } catch {
+            throw wireSafe(error)
+        }
+    }
+
+    /// Runs `body` in a read transaction, with errors made wire-safe.
+    func reading<T: Sendable>(_ body: @escaping @Sendable (any ChatReadTransaction) throws -> T) async throws(ChatError)
+        -> T
+    {
+        do {
+            return try await store.read(body)
+        } catch {
+            throw wireSafe(error)
+        }
+    }
+
+    func wireSafe(_ error: any Error) -> ChatError {
+        if let chat = error as? ChatError { return chat }
+        let id = UUID().uuidString.prefix(8).lowercased()
+        logger.error("internal error \(id): \(error)")
+        return ChatError(.internalError, ["id": .string(String(id))])
+    }
+}
+
+extension ChatService {
+    /// The standing of `uid` in the conversation of `message` (or of a receiver).
+    static func participation(_ tx: any ChatReadTransaction, uid: String, in receiver: Receiver, sender: String? = nil)
+        throws -> Participation
+    {
+        if uid == User.system { return Participation(uid: uid, receiverType: receiver.type, standing: .system) }
+        switch receiver {
+        case .group(let guid):
+            if let member = try tx.member(guid: guid, uid: uid) {
+                return Participation(uid: uid, receiverType: .group, standing: .member(member.scope))
+            }
+            let banned = try tx.isBanned(guid: guid, uid: uid)
+            return Participation(uid: uid, receiverType: .group, standing: banned ? .banned : .outsider)
+        case .user(let other):
+            let inside = uid == other || uid == sender
+            return Participation(uid: uid, receiverType: .user, standing: inside ? .oneOnOneParticipant : .outsider)
+        }
+    }
+
+    /// The standing of `uid` towards an existing message.
+    static func participation(_ tx: any ChatReadTransaction, uid: String, towards message: Message) throws
+        -> Participation
+    {
+        try participation(tx, uid: uid, in: message.receiver, sender: message.sender)
+    }
+
+    /// The users who can see a conversation now: the group's members, or the two participants.
+    static func audienceUids(_ tx: any ChatReadTransaction, of message: Message) throws -> [String] {
+        switch message.receiver {
+        case .group(let guid): return try tx.memberUids(guid: guid)
+        case .user(let uid): return message.sender == uid ? [uid] : [message.sender, uid]
+        }
+    }
+
+    static func audience(of message: Message) -> EventAudience {
+        switch message.receiver {
+        case .group(let guid): return EventAudience(group: guid)
+        case .user(let uid): return EventAudience(users: [message.sender, uid])
+        }
+    }
+
+    static func requireUser(_ tx: any ChatReadTransaction, _ uid: String) throws -> User {
+        if uid == User.system { return User(uid: User.system, name: "System", role: "system") }
+        guard let user = try tx.user(uid) else { throw ChatError.uidNotFound(uid) }
+        return user
+    }
+
+    static func requireGroup(_ tx: any ChatReadTransaction, _ guid: String) throws -> Group {
+        guard let group = try tx.group(guid) else { throw ChatError.guidNotFound(guid) }
+        return group
+    }
+}

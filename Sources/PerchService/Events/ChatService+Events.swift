@@ -1,0 +1,64 @@
+import PerchChat
+
+extension ChatService {
+    /// The events `uid` may see after `seq`, as seen from `session`: group events of the groups the
+    /// user is in now, and events addressed to the user; a user's own save or unsave is left out
+    /// for the session that made it.
+    public func events(for uid: String, session: String? = nil, after seq: Int64, limit: Int = 256)
+        async throws(ChatError) -> EventPage
+    {
+        guard (1...10_000).contains(limit) else { throw .badRequest("limit", "must be 1–10000") }
+        return try await reading { tx in try tx.events(for: uid, session: session, after: seq, limit: limit) }
+    }
+
+    /// Returns once an event after `seq` is committed (or the store closes, or the task is cancelled).
+    public func waitForEvents(after seq: Int64) async { await store.waitForEvents(after: seq) }
+
+    /// The last sequence a durable consumer acknowledged (0 when it never did).
+    public func cursor(consumer: String) async throws(ChatError) -> Int64 {
+        try await reading { tx in try tx.cursor(consumer: consumer) ?? 0 }
+    }
+
+    /// Records that `consumer` has handled everything up to `seq`.
+    public func acknowledge(consumer: String, seq: Int64) async throws(ChatError) {
+        _ = try await writing { tx -> Bool in
+            try tx.setCursor(consumer: consumer, seq: seq)
+            return true
+        }
+    }
+
+    /// A live stream of `uid`'s events after `seq`, as a session: pages through the backlog, then
+    /// waits for new commits. Ends when the task is cancelled; throws on a store failure.
+    public func eventStream(for uid: String, session: String? = nil, after seq: Int64)
+        -> AsyncThrowingStream<ChatEvent, any Error>
+    {
+        AsyncThrowingStream { continuation in
+            let task = Task {
+                var cursor = seq
+                while !Task.isCancelled {
+                    do {
+                        // Read the committed sequence first: an empty page then proves there is
+                        // nothing for this user up to it.
+                        let latest = try await store.latestEventSequence()
+                        let page = try await events(for: uid, session: session, after: cursor)
+                        for event in page.events { continuation.yield(event) }
+                        if page.scannedThrough > cursor {
+                            cursor = page.scannedThrough
+                            continue
+                        }
+                        if latest > cursor {
+                            cursor = latest
+                            continue
+                        }
+                        await waitForEvents(after: cursor)
+                    } catch {
+                        continuation.finish(throwing: error)
+                        return
+                    }
+                }
+                continuation.finish()
+            }
+            continuation.onTermination = { _ in task.cancel() }
+        }
+    }
+}

@@ -1,0 +1,277 @@
+import PerchChat
+
+extension ChatService {
+    /// Creates a group; its creator becomes the owner.
+    /// - Throws: `ERR_BAD_REQUEST`, `ERR_UID_NOT_FOUND`, `ERR_GUID_ALREADY_EXISTS`.
+    public func createGroup(
+        guid: String, name: String, type: GroupType = .public, owner: String,
+        metadata: JSONValue? = nil
+    ) async throws(ChatError) -> Group {
+        guard User.isValidUID(guid) else {
+            throw .badRequest("guid", "must be 1–100 characters of A–Z, a–z, 0–9, _ and -")
+        }
+        guard !name.isEmpty, name.utf8.count <= 100 else { throw .badRequest("name", "must be 1–100 characters") }
+        let now = clock.now()
+        return try await writing { tx in
+            _ = try Self.requireUser(tx, owner)
+            guard try tx.group(guid) == nil else { throw ChatError(.guidAlreadyExists, ["guid": .string(guid)]) }
+            let group = Group(
+                guid: guid, name: name, type: type, owner: owner, metadata: metadata, membersCount: 1,
+                createdAt: now, updatedAt: now)
+            try tx.insertGroup(group)
+            try tx.upsertMember(GroupMember(guid: guid, uid: owner, scope: .owner, joinedAt: now))
+            return group
+        }
+    }
+
+    /// Creates the group with this owner when absent (seeding). Idempotent; an existing group is
+    /// left as it is.
+    public func ensureGroup(guid: String, name: String, type: GroupType, owner: String) async throws(ChatError) -> Group
+    {
+        let now = clock.now()
+        return try await writing { tx in
+            if let group = try tx.group(guid) { return group }
+            _ = try Self.requireUser(tx, owner)
+            let group = Group(
+                guid: guid, name: name, type: type, owner: owner, membersCount: 1, createdAt: now,
+                updatedAt: now)
+            try tx.insertGroup(group)
+            try tx.upsertMember(GroupMember(guid: guid, uid: owner, scope: .owner, joinedAt: now))
+            return group
+        }
+    }
+
+    /// Makes `uid` a member with `scope` unless they are one already, or banned (seeding, bots).
+    /// Idempotent; emits `onMemberAddedToGroup` only when it adds.
+    public func ensureMember(guid: String, uid: String, scope: GroupMemberScope) async throws(ChatError) {
+        let now = clock.now()
+        _ = try await writing { tx -> Bool in
+            let group = try Self.requireGroup(tx, guid)
+            _ = try Self.requireUser(tx, uid)
+            if let existing = try tx.member(guid: guid, uid: uid) {
+                if existing.scope != scope, existing.scope != .owner {
+                    try tx.upsertMember(GroupMember(guid: guid, uid: uid, scope: scope, joinedAt: existing.joinedAt))
+                }
+                return false
+            }
+            guard try !tx.isBanned(guid: guid, uid: uid) else { return false }
+            try tx.upsertMember(GroupMember(guid: guid, uid: uid, scope: scope, joinedAt: now))
+            try Self.memberEvent(
+                tx, .memberAddedToGroup, group: group, uid: uid, actor: group.owner, scope: scope, at: now)
+            return true
+        }
+    }
+
+    /// A group, for someone who may see it: any user for a public group, members for a private one.
+    /// - Throws: `ERR_GUID_NOT_FOUND` (also for a private group the viewer is not in).
+    public func group(_ guid: String, as viewer: String) async throws(ChatError) -> Group {
+        try await reading { tx in
+            let group = try Self.requireGroup(tx, guid)
+            if group.type == .private, viewer != User.system, try tx.member(guid: guid, uid: viewer) == nil {
+                throw ChatError.guidNotFound(guid)
+            }
+            return group
+        }
+    }
+
+    /// Groups the viewer may see: public ones and private ones they belong to, in guid order.
+    public func groups(as viewer: String, limit: Int = 100, after: String? = nil) async throws(ChatError) -> [Group] {
+        guard (1...100).contains(limit) else { throw .badRequest("limit", "must be 1–100") }
+        return try await reading { tx in
+            var visible: [Group] = []
+            var cursor = after
+            while visible.count < limit {
+                let page = try tx.groups(limit: limit, after: cursor)
+                for group in page {
+                    let isMember = try tx.member(guid: group.guid, uid: viewer) != nil
+                    if group.type == .public || viewer == User.system || isMember { visible.append(group) }
+                }
+                guard page.count == limit, let last = page.last else { break }
+                cursor = last.guid
+            }
+            return Array(visible.prefix(limit))
+        }
+    }
+
+    /// A group's members, for its members.
+    /// - Throws: `ERR_GUID_NOT_FOUND`, `ERR_GROUP_NOT_JOINED`.
+    public func members(of guid: String, as viewer: String, limit: Int = 100, after: String? = nil)
+        async throws(ChatError) -> [GroupMember]
+    {
+        guard (1...1000).contains(limit) else { throw .badRequest("limit", "must be 1–1000") }
+        return try await reading { tx in
+            _ = try Self.requireGroup(tx, guid)
+            let actor = try Self.participation(tx, uid: viewer, in: .group(guid))
+            guard actor.canRead else { throw ChatError(.groupNotJoined, ["guid": .string(guid)]) }
+            return try tx.members(guid: guid, limit: limit, after: after)
+        }
+    }
+
+    /// Adds users to a group (owners and admins).
+    /// - Throws: `ERR_GUID_NOT_FOUND`, `ERR_UID_NOT_FOUND`, `ERR_GROUP_NO_CLEARANCE`,
+    ///   `ERR_BANNED_GROUPMEMBER`, `ERR_ALREADY_JOINED`, `ERR_BAD_REQUEST` (owner scope).
+    public func addMembers(to guid: String, _ additions: [(uid: String, scope: GroupMemberScope)], by actor: String)
+        async throws(ChatError)
+    {
+        guard !additions.isEmpty, additions.count <= 100 else { throw .badRequest("members", "give 1–100 members") }
+        guard additions.allSatisfy({ $0.scope != .owner }) else { throw .badRequest("scope", "a group has one owner") }
+        let list = additions.map { ($0.uid, $0.scope) }
+        let now = clock.now()
+        _ = try await writing { tx -> Bool in
+            let group = try Self.requireGroup(tx, guid)
+            let who = try Self.participation(tx, uid: actor, in: .group(guid))
+            guard let scope = who.scope, scope >= .admin else { throw ChatError(.groupNoClearance) }
+            for (uid, memberScope) in list {
+                _ = try Self.requireUser(tx, uid)
+                guard try tx.member(guid: guid, uid: uid) == nil else {
+                    throw ChatError(.alreadyJoined, ["uid": .string(uid), "guid": .string(guid)])
+                }
+                guard try !tx.isBanned(guid: guid, uid: uid) else {
+                    throw ChatError(.bannedGroupMember, ["uid": .string(uid), "guid": .string(guid)])
+                }
+                if memberScope == .admin, scope != .owner, !who.isSystem { throw ChatError(.groupNoScopeClearance) }
+                try tx.upsertMember(GroupMember(guid: guid, uid: uid, scope: memberScope, joinedAt: now))
+                try Self.memberEvent(
+                    tx, .memberAddedToGroup, group: group, uid: uid, actor: actor, scope: memberScope,
+                    at: now)
+            }
+            return true
+        }
+    }
+
+    /// Joins a public group.
+    /// - Throws: `ERR_GUID_NOT_FOUND`, `ERR_GROUP_JOIN_NOT_ALLOWED` (private), `ERR_BANNED_GROUPMEMBER`,
+    ///   `ERR_ALREADY_JOINED`.
+    public func join(_ guid: String, as uid: String) async throws(ChatError) -> GroupMember {
+        let now = clock.now()
+        return try await writing { tx in
+            let group = try Self.requireGroup(tx, guid)
+            _ = try Self.requireUser(tx, uid)
+            guard try tx.member(guid: guid, uid: uid) == nil else {
+                throw ChatError(.alreadyJoined, ["uid": .string(uid), "guid": .string(guid)])
+            }
+            guard try !tx.isBanned(guid: guid, uid: uid) else {
+                throw ChatError(.bannedGroupMember, ["uid": .string(uid), "guid": .string(guid)])
+            }
+            guard group.type == .public else { throw ChatError(.groupJoinNotAllowed, ["guid": .string(guid)]) }
+            let member = GroupMember(guid: guid, uid: uid, scope: .participant, joinedAt: now)
+            try tx.upsertMember(member)
+            try Self.memberEvent(
+                tx, .groupMemberJoined, group: group, uid: uid, actor: uid, scope: .participant, at: now)
+            return member
+        }
+    }
+
+    /// Leaves a group. The owner cannot leave (ownership has nowhere to go).
+    /// - Throws: `ERR_GUID_NOT_FOUND`, `ERR_GROUP_NOT_JOINED`, `ERR_BAD_REQUEST`.
+    public func leave(_ guid: String, as uid: String) async throws(ChatError) {
+        let now = clock.now()
+        _ = try await writing { tx -> Bool in
+            let group = try Self.requireGroup(tx, guid)
+            guard let member = try tx.member(guid: guid, uid: uid) else {
+                throw ChatError(.groupNotJoined, ["guid": .string(guid)])
+            }
+            guard member.scope != .owner else { throw ChatError.badRequest("uid", "the owner cannot leave the group") }
+            try tx.removeMember(guid: guid, uid: uid)
+            try Self.memberEvent(tx, .groupMemberLeft, group: group, uid: uid, actor: uid, at: now, alsoTo: uid)
+            return true
+        }
+    }
+
+    /// Removes a member (moderators and above, over lower scopes).
+    /// - Throws: `ERR_GUID_NOT_FOUND`, `ERR_NOT_A_MEMBER`, `ERR_GROUP_NO_CLEARANCE`,
+    ///   `ERR_GROUP_NO_SCOPE_CLEARANCE`, `ERR_GROUP_NO_SELF_ACTION`.
+    public func kick(_ uid: String, from guid: String, by actor: String) async throws(ChatError) {
+        let now = clock.now()
+        _ = try await writing { tx -> Bool in
+            let group = try Self.requireGroup(tx, guid)
+            let who = try Self.participation(tx, uid: actor, in: .group(guid))
+            guard let target = try tx.member(guid: guid, uid: uid) else {
+                try GroupRules.checkRemoval(actor: who, target: uid, targetScope: nil)
+                throw ChatError(.notAMember, ["uid": .string(uid), "guid": .string(guid)])
+            }
+            try GroupRules.checkRemoval(actor: who, target: uid, targetScope: target.scope)
+            try tx.removeMember(guid: guid, uid: uid)
+            try Self.memberEvent(tx, .groupMemberKicked, group: group, uid: uid, actor: actor, at: now, alsoTo: uid)
+            return true
+        }
+    }
+
+    /// Bans a user (member or not) from a group: they are removed and cannot rejoin.
+    /// - Throws: as ``kick(_:from:by:)``, and `ERR_UID_NOT_FOUND`.
+    public func ban(_ uid: String, from guid: String, by actor: String) async throws(ChatError) {
+        let now = clock.now()
+        _ = try await writing { tx -> Bool in
+            let group = try Self.requireGroup(tx, guid)
+            _ = try Self.requireUser(tx, uid)
+            let who = try Self.participation(tx, uid: actor, in: .group(guid))
+            let target = try tx.member(guid: guid, uid: uid)
+            try GroupRules.checkRemoval(actor: who, target: uid, targetScope: target?.scope)
+            guard try !tx.isBanned(guid: guid, uid: uid) else { return false }
+            try tx.removeMember(guid: guid, uid: uid)
+            try tx.setBanned(guid: guid, uid: uid, banned: true, at: now)
+            try Self.memberEvent(tx, .groupMemberBanned, group: group, uid: uid, actor: actor, at: now, alsoTo: uid)
+            return true
+        }
+    }
+
+    /// Lifts a ban; the user may join again.
+    /// - Throws: `ERR_GUID_NOT_FOUND`, `ERR_GROUP_NO_CLEARANCE`, `ERR_BAD_REQUEST` (not banned).
+    public func unban(_ uid: String, from guid: String, by actor: String) async throws(ChatError) {
+        let now = clock.now()
+        _ = try await writing { tx -> Bool in
+            let group = try Self.requireGroup(tx, guid)
+            let who = try Self.participation(tx, uid: actor, in: .group(guid))
+            guard let scope = who.scope, scope.canModerate else { throw ChatError(.groupNoClearance) }
+            guard try tx.isBanned(guid: guid, uid: uid) else {
+                throw ChatError.badRequest("uid", "\(uid) is not banned")
+            }
+            try tx.setBanned(guid: guid, uid: uid, banned: false, at: now)
+            try Self.memberEvent(tx, .groupMemberUnbanned, group: group, uid: uid, actor: actor, at: now, alsoTo: uid)
+            return true
+        }
+    }
+
+    /// Banned uids of a group, for its moderators.
+    public func bannedUsers(of guid: String, as viewer: String) async throws(ChatError) -> [String] {
+        try await reading { tx in
+            _ = try Self.requireGroup(tx, guid)
+            let who = try Self.participation(tx, uid: viewer, in: .group(guid))
+            guard let scope = who.scope, scope.canModerate else { throw ChatError(.groupNoClearance) }
+            return try tx.bannedUids(guid: guid)
+        }
+    }
+
+    /// Changes a member's scope with CometChat's rules.
+    /// - Throws: `ERR_GUID_NOT_FOUND`, `ERR_NOT_A_MEMBER`, `ERR_GROUP_NO_CLEARANCE`,
+    ///   `ERR_GROUP_NO_SCOPE_CLEARANCE`, `ERR_GROUP_NO_SELF_ACTION`, `ERR_SAME_SCOPE`.
+    public func changeScope(of uid: String, in guid: String, to scope: GroupMemberScope, by actor: String)
+        async throws(ChatError) -> GroupMember
+    {
+        let now = clock.now()
+        return try await writing { tx in
+            let group = try Self.requireGroup(tx, guid)
+            let who = try Self.participation(tx, uid: actor, in: .group(guid))
+            guard let target = try tx.member(guid: guid, uid: uid) else {
+                throw ChatError(.notAMember, ["uid": .string(uid), "guid": .string(guid)])
+            }
+            try GroupRules.checkScopeChange(actor: who, target: uid, current: target.scope, to: scope)
+            let updated = GroupMember(guid: guid, uid: uid, scope: scope, joinedAt: target.joinedAt)
+            try tx.upsertMember(updated)
+            try Self.memberEvent(
+                tx, .groupMemberScopeChanged, group: group, uid: uid, actor: actor, scope: scope,
+                oldScope: target.scope, at: now)
+            return updated
+        }
+    }
+
+    static func memberEvent(
+        _ tx: any ChatWriteTransaction, _ name: EventName, group: Group, uid: String,
+        actor: String, scope: GroupMemberScope? = nil, oldScope: GroupMemberScope? = nil, at time: Int64,
+        alsoTo extra: String? = nil
+    ) throws {
+        let change = MemberChange(guid: group.guid, uid: uid, actor: actor, scope: scope, oldScope: oldScope)
+        let event = ChatEvent(name: name, conversationId: group.conversationId, createdAt: time, member: change)
+        _ = try tx.appendEvent(event, audience: EventAudience(group: group.guid, users: extra.map { [$0] } ?? []))
+    }
+}

@@ -1,0 +1,199 @@
+import PerchChat
+
+extension ChatService {
+    /// Sends a message as `sender`.
+    ///
+    /// A draft with a `muid` the sender used before returns that first message and creates nothing.
+    /// Mentions (`<@uid:UID>`) are kept only for users who can see the conversation.
+    /// - Throws: `ERR_EMPTY_MESSAGE_TEXT`, `ERR_INVALID_MESSAGE_DATA`, `ERR_BAD_REQUEST`, `ERR_UID_NOT_FOUND`,
+    ///   `ERR_GUID_NOT_FOUND`, `ERR_GROUP_NOT_JOINED`, `ERR_BANNED_GROUPMEMBER`, and for replies and quotes
+    ///   `ERR_MESSAGE_ID_NOT_FOUND`, `ERR_WRONG_MESSAGE_THREAD`, `ERR_MESSAGE_THREAD_NESTING`,
+    ///   `ERR_MESSAGE_ACTION_NOT_ALLOWED`.
+    public func send(_ draft: MessageDraft, as sender: String) async throws(ChatError) -> Message {
+        try MessageRules.checkContent(draft, maximumTextBytes: settings.messageTextBytes)
+        guard draft.parentMessageId >= 0, draft.quotedMessageId >= 0 else {
+            throw .badRequest("parentMessageId", "must not be negative")
+        }
+        let now = clock.now()
+        return try await writing { tx in
+            _ = try Self.requireUser(tx, sender)
+            if !draft.muid.isEmpty, let first = try tx.message(sender: sender, muid: draft.muid) {
+                return try Self.decorate(tx, [first], for: sender)[0]
+            }
+            let message = try Self.insert(tx, draft, from: sender, at: now, category: draft.category)
+            return try Self.decorate(tx, [message], for: sender)[0]
+        }
+    }
+
+    /// Validates, inserts and announces one message inside `tx`.
+    static func insert(
+        _ tx: any ChatWriteTransaction, _ draft: MessageDraft, from sender: String, at now: Int64,
+        category: MessageCategory
+    ) throws -> Message {
+        switch draft.receiver {
+        case .user(let uid): _ = try requireUser(tx, uid)
+        case .group(let guid): _ = try requireGroup(tx, guid)
+        }
+        let actor = try participation(tx, uid: sender, in: draft.receiver, sender: sender)
+        try AccessRules.checkSend(actor, guid: draft.receiver.type == .group ? draft.receiver.id : nil)
+        let conversationId = draft.receiver.conversationId(sender: sender)
+        var parent: Message?
+        if draft.parentMessageId != 0 {
+            parent = try tx.message(draft.parentMessageId)
+            try ThreadRules.checkReply(to: parent, parentId: draft.parentMessageId, conversationId: conversationId)
+        }
+        if draft.quotedMessageId != 0 {
+            let quoted = try tx.message(draft.quotedMessageId)
+            try QuoteRules.checkQuote(of: quoted, quotedId: draft.quotedMessageId, conversationId: conversationId)
+        }
+        let mentioned = try visibleMentions(tx, in: draft.text, receiver: draft.receiver, sender: sender)
+        var message = Message(
+            muid: draft.muid, conversationId: conversationId, sender: sender, receiverType: draft.receiver.type,
+            receiverUid: draft.receiver.id, type: draft.type, category: category, text: draft.text, data: draft.data,
+            attachments: draft.attachments, metadata: draft.metadata, tags: draft.tags, mentionedUids: mentioned,
+            parentMessageId: draft.parentMessageId, quotedMessageId: draft.quotedMessageId, sentAt: now,
+            updatedAt: now)
+        message.id = try tx.insertMessage(message)
+        if let parent { try tx.adjustReplyCount(of: parent.id, by: 1, updatedAt: now) }
+        let event = ChatEvent(
+            name: EventName.received(message), conversationId: conversationId, createdAt: now,
+            message: try decorateLive(tx, message))
+        _ = try tx.appendEvent(event, audience: audience(of: message))
+        return message
+    }
+
+    /// The uids mentioned in `text` who can see the conversation (and exist).
+    static func visibleMentions(_ tx: any ChatReadTransaction, in text: String?, receiver: Receiver, sender: String)
+        throws -> [String]
+    {
+        try Mentions.extract(from: text).filter { uid in
+            guard try tx.user(uid) != nil else { return false }
+            return try participation(tx, uid: uid, in: receiver, sender: sender).canRead
+        }
+    }
+
+    /// Edits a message's text (text messages), data (custom messages) or metadata. Sender only.
+    /// - Throws: `ERR_MESSAGE_ID_NOT_FOUND`, `ERR_MESSAGE_NO_ACCESS`, `ERR_MESSAGE_NOT_A_SENDER`,
+    ///   `ERR_MESSAGE_ACTION_NOT_ALLOWED`, `ERR_EMPTY_MESSAGE_TEXT`, `ERR_BAD_REQUEST`.
+    public func edit(
+        _ id: Int64, text: String? = nil, data: JSONValue? = nil, metadata: JSONValue? = nil,
+        as editor: String
+    ) async throws(ChatError) -> Message {
+        if let text, text.utf8.count > settings.messageTextBytes {
+            throw .badRequest("text", "longer than \(settings.messageTextBytes) bytes")
+        }
+        let now = clock.now()
+        return try await writing { tx in
+            var message = try tx.message(id)
+            let actor =
+                try message.map { try Self.participation(tx, uid: editor, towards: $0) }
+                ?? Participation(uid: editor, receiverType: .user, standing: .outsider)
+            try MessageRules.checkEdit(message, id: id, by: actor)
+            if let text {
+                guard message!.type == MessageType.text || message!.category == .custom else {
+                    throw ChatError.badRequest("text", "only text and custom messages have text")
+                }
+                guard !text.allSatisfy(\.isWhitespace) || message!.category == .custom else {
+                    throw ChatError(.emptyMessageText)
+                }
+                message!.text = text
+                message!.mentionedUids = try Self.visibleMentions(
+                    tx, in: text, receiver: message!.receiver, sender: message!.sender)
+            }
+            if let data {
+                guard message!.category == .custom else {
+                    throw ChatError.badRequest("data", "only custom messages have data")
+                }
+                message!.data = data
+            }
+            if let metadata { message!.metadata = metadata }
+            message!.editedAt = now
+            message!.editedBy = editor
+            message!.updatedAt = now
+            try tx.updateMessage(message!)
+            let event = ChatEvent(
+                name: .messageEdited, conversationId: message!.conversationId, createdAt: now,
+                message: try Self.decorateLive(tx, message!))
+            _ = try tx.appendEvent(event, audience: Self.audience(of: message!))
+            return try Self.decorate(tx, [message!], for: editor)[0]
+        }
+    }
+
+    /// Deletes a message (soft: `deletedAt`, `deletedBy`; its content is cleared). The sender may
+    /// delete their own message unless live quote replies of it exist; a group moderator and above,
+    /// and `app_system`, may delete any. A deleted pinned message is unpinned; a deleted reply no
+    /// longer counts in its parent's `replyCount`.
+    /// - Throws: `ERR_MESSAGE_ID_NOT_FOUND`, `ERR_MESSAGE_NO_ACCESS`, `ERR_MESSAGE_NOT_A_SENDER`,
+    ///   `ERR_MESSAGE_ACTION_NOT_ALLOWED {quoteReplyCount}`.
+    public func delete(_ id: Int64, as deleter: String) async throws(ChatError) -> Message {
+        let now = clock.now()
+        return try await writing { tx in
+            guard var message = try tx.message(id) else { throw ChatError.messageNotFound(id) }
+            let actor = try Self.participation(tx, uid: deleter, towards: message)
+            let quotes = message.isDeleted ? 0 : try tx.liveQuoteReplyCount(of: id)
+            try MessageRules.checkDelete(message, id: id, by: actor, liveQuoteReplies: quotes)
+            message.deletedAt = now
+            message.deletedBy = deleter
+            message.updatedAt = now
+            message.text = nil
+            message.data = nil
+            message.attachments = []
+            message.metadata = nil
+            message.mentionedUids = []
+            message.pinnedAt = 0
+            message.pinnedBy = ""
+            try tx.updateMessage(message)
+            if message.isReply { try tx.adjustReplyCount(of: message.parentMessageId, by: -1, updatedAt: now) }
+            try Self.afterDelete(tx, message, at: now)
+            let event = ChatEvent(
+                name: .messageDeleted, conversationId: message.conversationId, createdAt: now,
+                message: try Self.decorateLive(tx, message))
+            _ = try tx.appendEvent(event, audience: Self.audience(of: message))
+            return try Self.decorate(tx, [message], for: deleter)[0]
+        }
+    }
+
+    /// One message, for someone who can see it, with the viewer's fields.
+    /// - Throws: `ERR_MESSAGE_ID_NOT_FOUND`, `ERR_MESSAGE_NO_ACCESS`.
+    public func message(_ id: Int64, as viewer: String) async throws(ChatError) -> Message {
+        try await reading { tx in
+            guard let message = try tx.message(id) else { throw ChatError.messageNotFound(id) }
+            try AccessRules.checkRead(try Self.participation(tx, uid: viewer, towards: message), messageId: id)
+            return try Self.decorate(tx, [message], for: viewer)[0]
+        }
+    }
+
+    /// Fills the per-viewer fields and the quoted-message previews of fetched messages.
+    static func decorate(_ tx: any ChatReadTransaction, _ messages: [Message], for viewer: String) throws -> [Message] {
+        guard !messages.isEmpty else { return [] }
+        let ids = messages.map(\.id)
+        let saved = try tx.savedAt(uid: viewer, messageIds: ids)
+        let subscribed = try tx.subscribedThreads(uid: viewer, parentIds: messages.filter { !$0.isReply }.map(\.id))
+        let quoted = try tx.messages(messages.map(\.quotedMessageId).filter { $0 != 0 })
+        return messages.map { message in
+            var copy = message
+            copy.savedAt = saved[message.id] ?? 0
+            copy.hasMentionedMe = message.mentionedUids.contains(viewer)
+            copy.threadSubscribed = !message.isReply && subscribed.contains(message.id)
+            if message.quotedMessageId != 0, let original = quoted[message.quotedMessageId] {
+                copy.quotedMessage = MessagePreview(original)
+            }
+            return copy
+        }
+    }
+
+    /// A message as a live payload: per-viewer fields "not reported", the quote preview filled.
+    static func decorateLive(_ tx: any ChatReadTransaction, _ message: Message) throws -> Message {
+        var copy = message.withoutViewerFields
+        if message.quotedMessageId != 0, let original = try tx.message(message.quotedMessageId) {
+            copy.quotedMessage = MessagePreview(original)
+        }
+        return copy
+    }
+
+    /// What else a delete touches: its saves go (a deleted message leaves nothing behind in the
+    /// saved lists; its pin was cleared with the message).
+    static func afterDelete(_ tx: any ChatWriteTransaction, _ message: Message, at now: Int64) throws {
+        try tx.removeSaves(of: message.id)
+    }
+}

@@ -1,0 +1,119 @@
+import PerchChat
+
+/// Where the chat service keeps its state. SQLite today; a PostgreSQL store (several hosts, one
+/// database) implements the same protocols.
+///
+/// A body runs inside one transaction: all of its writes commit together or none do, and a body
+/// that throws leaves nothing behind. A store may commit several callers' bodies in one commit
+/// (group commit); `write` returns only once its body's commit is durable.
+public protocol ChatStore: Sendable {
+    func write<T: Sendable>(_ body: @escaping @Sendable (any ChatWriteTransaction) throws -> T) async throws -> T
+    func read<T: Sendable>(_ body: @escaping @Sendable (any ChatReadTransaction) throws -> T) async throws -> T
+    /// The sequence number of the newest committed event.
+    func latestEventSequence() async throws -> Int64
+    /// Returns once an event after `seq` is committed, the store closes, or the task is cancelled.
+    func waitForEvents(after seq: Int64) async
+    /// Closes the store; later calls fail.
+    func close() async
+}
+
+/// The typed reads the service needs. Implementations answer from their own indexes; the rules
+/// live in the service, not here.
+public protocol ChatReadTransaction {
+    func user(_ uid: String) throws -> User?
+    func users(limit: Int, after uid: String?) throws -> [User]
+    func group(_ guid: String) throws -> Group?
+    func groups(limit: Int, after guid: String?) throws -> [Group]
+    func member(guid: String, uid: String) throws -> GroupMember?
+    func members(guid: String, limit: Int, after uid: String?) throws -> [GroupMember]
+    func memberUids(guid: String) throws -> [String]
+    func isBanned(guid: String, uid: String) throws -> Bool
+    func bannedUids(guid: String) throws -> [String]
+    func message(_ id: Int64) throws -> Message?
+    func messages(_ ids: [Int64]) throws -> [Int64: Message]
+    func message(sender: String, muid: String) throws -> Message?
+    func liveQuoteReplyCount(of id: Int64) throws -> Int
+    func listMessages(_ query: MessageQuery) throws -> [Message]
+    func pinnedCount(conversationId: String) throws -> Int
+    /// Pinned messages of a conversation, newest pin first, after the `(pinnedAt, id)` cursor.
+    func pinnedMessages(conversationId: String, limit: Int, after cursor: (Int64, Int64)?) throws -> [Message]
+    /// Live saves of messages the user can still see.
+    func liveSaveCount(uid: String) throws -> Int
+    /// The user's live, accessible saved messages, newest save first, after the `(savedAt, id)` cursor.
+    func savedMessages(uid: String, limit: Int, after cursor: (Int64, Int64)?) throws -> [Message]
+    func savedAt(uid: String, messageIds: [Int64]) throws -> [Int64: Int64]
+    func subscribedThreads(uid: String, parentIds: [Int64]) throws -> Set<Int64>
+    /// The events `uid` may see after `seq`, oldest first, leaving out those excluded for `session`.
+    func events(for uid: String, session: String?, after seq: Int64, limit: Int) throws -> EventPage
+    func cursor(consumer: String) throws -> Int64?
+}
+
+/// The typed writes; every write transaction can also read.
+public protocol ChatWriteTransaction: ChatReadTransaction {
+    func insertUser(_ user: User) throws
+    func updateUser(_ user: User) throws
+    func insertGroup(_ group: Group) throws
+    func updateGroup(_ group: Group) throws
+    func upsertMember(_ member: GroupMember) throws
+    func removeMember(guid: String, uid: String) throws
+    func setBanned(guid: String, uid: String, banned: Bool, at time: Int64) throws
+    /// Inserts a new message and returns its id, greater than every earlier id.
+    func insertMessage(_ message: Message) throws -> Int64
+    func updateMessage(_ message: Message) throws
+    func adjustReplyCount(of id: Int64, by delta: Int, updatedAt: Int64) throws
+    func setSaved(uid: String, messageId: Int64, at time: Int64?) throws
+    func removeSaves(of messageId: Int64) throws
+    func appendEvent(_ event: ChatEvent, audience: EventAudience) throws -> Int64
+    func setCursor(consumer: String, seq: Int64) throws
+}
+
+/// A page request over one conversation's messages, in the store's terms.
+public struct MessageQuery: Sendable, Hashable {
+    public enum Direction: Sendable, Hashable {
+        /// Messages with ids below the bound (or the newest when nil), newest first in the store.
+        case before(Int64?)
+        /// Messages with ids above the bound, oldest first.
+        case after(Int64)
+    }
+
+    public var conversationId: String
+    public var direction: Direction
+    public var limit: Int
+    /// nil: any; 0: top-level only (`hideReplies`); an id: that thread's replies.
+    public var parentMessageId: Int64?
+    public var hideDeleted: Bool
+    public var categories: [MessageCategory]
+    public var types: [String]
+    public var searchKeyword: String?
+    public var mentionedUids: [String]
+    public var onlyPinned: Bool
+
+    public init(
+        conversationId: String, direction: Direction = .before(nil), limit: Int = 30,
+        parentMessageId: Int64? = nil, hideDeleted: Bool = false, categories: [MessageCategory] = [],
+        types: [String] = [], searchKeyword: String? = nil, mentionedUids: [String] = [], onlyPinned: Bool = false
+    ) {
+        self.conversationId = conversationId
+        self.direction = direction
+        self.limit = limit
+        self.parentMessageId = parentMessageId
+        self.hideDeleted = hideDeleted
+        self.categories = categories
+        self.types = types
+        self.searchKeyword = searchKeyword
+        self.mentionedUids = mentionedUids
+        self.onlyPinned = onlyPinned
+    }
+}
+
+/// A page of a user's events. `scannedThrough` is the last sequence the page looked at, which a
+/// consumer resumes after even when every event of the page was left out for its session.
+public struct EventPage: Sendable {
+    public var events: [ChatEvent]
+    public var scannedThrough: Int64
+
+    public init(events: [ChatEvent], scannedThrough: Int64) {
+        self.events = events
+        self.scannedThrough = scannedThrough
+    }
+}

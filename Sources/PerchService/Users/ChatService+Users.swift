@@ -1,0 +1,72 @@
+import PerchChat
+
+extension ChatService {
+    /// Registers a user.
+    /// - Throws: `ERR_BAD_REQUEST` (malformed or reserved uid, empty name), `ERR_UID_ALREADY_EXISTS`.
+    public func createUser(uid: String, name: String, role: String = User.defaultRole, metadata: JSONValue? = nil)
+        async throws(ChatError) -> User
+    {
+        try User.validateNewUID(uid)
+        guard !name.trimmingCharacters(in: .whitespaces).isEmpty, name.utf8.count <= 100 else {
+            throw .badRequest("name", "must be 1–100 characters")
+        }
+        let now = clock.now()
+        return try await writing { tx in
+            guard try tx.user(uid) == nil else { throw ChatError(.uidAlreadyExists, ["uid": .string(uid)]) }
+            let user = User(uid: uid, name: name, role: role, metadata: metadata, createdAt: now, updatedAt: now)
+            try tx.insertUser(user)
+            return user
+        }
+    }
+
+    /// Creates the user or brings its name and role up to date (seeding, bot users). Idempotent.
+    public func ensureUser(uid: String, name: String, role: String = User.defaultRole) async throws(ChatError) -> User {
+        try User.validateNewUID(uid)
+        let now = clock.now()
+        return try await writing { tx in
+            if var user = try tx.user(uid) {
+                guard user.name != name || user.role != role else { return user }
+                user.name = name
+                user.role = role
+                user.updatedAt = now
+                try tx.updateUser(user)
+                return user
+            }
+            let user = User(uid: uid, name: name, role: role, createdAt: now, updatedAt: now)
+            try tx.insertUser(user)
+            return user
+        }
+    }
+
+    /// Changes a user's name, role or metadata.
+    /// - Throws: `ERR_UID_NOT_FOUND`, `ERR_BAD_REQUEST`.
+    public func updateUser(uid: String, name: String? = nil, role: String? = nil, metadata: JSONValue? = nil)
+        async throws(ChatError) -> User
+    {
+        if let name, name.trimmingCharacters(in: .whitespaces).isEmpty || name.utf8.count > 100 {
+            throw .badRequest("name", "must be 1–100 characters")
+        }
+        let now = clock.now()
+        return try await writing { tx in
+            guard var user = try tx.user(uid) else { throw ChatError.uidNotFound(uid) }
+            if let name { user.name = name }
+            if let role { user.role = role }
+            if let metadata { user.metadata = metadata }
+            user.updatedAt = now
+            try tx.updateUser(user)
+            return user
+        }
+    }
+
+    /// One user.
+    /// - Throws: `ERR_UID_NOT_FOUND`.
+    public func user(_ uid: String) async throws(ChatError) -> User {
+        try await reading { tx in try Self.requireUser(tx, uid) }
+    }
+
+    /// Users in uid order, `limit` (1–100) after `after`.
+    public func users(limit: Int = 100, after: String? = nil) async throws(ChatError) -> [User] {
+        guard (1...100).contains(limit) else { throw .badRequest("limit", "must be 1–100") }
+        return try await reading { tx in try tx.users(limit: limit, after: after) }
+    }
+}

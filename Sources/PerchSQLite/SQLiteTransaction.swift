@@ -258,7 +258,8 @@ final class SQLiteTransaction: ChatWriteTransaction {
             conditions.append("conversation_id = ? AND parent_id = 0")
             values.append(.text(query.conversationId))
         case let parent?:
-            conditions.append("parent_id = ? AND conversation_id = ?")
+            // `+conversation_id` keeps SQLite on the thread index: the thread, not the conversation, is walked.
+            conditions.append("parent_id = ? AND parent_id != 0 AND +conversation_id = ?")
             values += [.int(parent), .text(query.conversationId)]
         }
         let ascending: Bool

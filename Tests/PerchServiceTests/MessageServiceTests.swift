@@ -27,7 +27,8 @@ import Testing
             // Another sender may use the same muid.
             let other = try await chat.say("mine", as: "carol", muid: "client-1")
             #expect(other.id != first.id)
-            let page = try await chat.service.fetchPrevious(MessagesRequest(guid: "g"), as: "dave")
+            let page = try await chat.service.fetchPrevious(
+                MessagesRequest(guid: "g", categories: [.message]), as: "dave")
             #expect(page.messages.map(\.text) == ["once", "mine"])
             let events = try await chat.service.events(for: "dave", after: 0).events.filter { $0.name.isNewMessage }
             #expect(events.count == 2)

@@ -273,5 +273,40 @@ extension ChatService {
         let change = MemberChange(guid: group.guid, uid: uid, actor: actor, scope: scope, oldScope: oldScope)
         let event = ChatEvent(name: name, conversationId: group.conversationId, createdAt: time, member: change)
         _ = try tx.appendEvent(event, audience: EventAudience(group: group.guid, users: extra.map { [$0] } ?? []))
+        // Like CometChat, the conversation keeps an action message of the change ("dave joined").
+        var data: [String: JSONValue] = [
+            "action": .string(Self.actionVerb(name)), "on": .string(uid), "by": .string(actor),
+        ]
+        if let scope { data["scope"] = .string(scope.rawValue) }
+        if let oldScope { data["oldScope"] = .string(oldScope.rawValue) }
+        let action = Message(
+            conversationId: group.conversationId, sender: actor, receiverType: .group, receiverUid: group.guid,
+            type: "groupMember", category: .action, text: Self.actionText(name, uid: uid, actor: actor, scope: scope),
+            data: .object(data), sentAt: time, updatedAt: time)
+        _ = try tx.insertMessage(action)
+    }
+
+    static func actionVerb(_ name: EventName) -> String {
+        switch name {
+        case .groupMemberJoined: return "joined"
+        case .groupMemberLeft: return "left"
+        case .groupMemberKicked: return "kicked"
+        case .groupMemberBanned: return "banned"
+        case .groupMemberUnbanned: return "unbanned"
+        case .groupMemberScopeChanged: return "scopeChanged"
+        default: return "added"
+        }
+    }
+
+    static func actionText(_ name: EventName, uid: String, actor: String, scope: GroupMemberScope?) -> String {
+        switch name {
+        case .groupMemberJoined: return "\(uid) joined"
+        case .groupMemberLeft: return "\(uid) left"
+        case .groupMemberKicked: return "\(actor) kicked \(uid)"
+        case .groupMemberBanned: return "\(actor) banned \(uid)"
+        case .groupMemberUnbanned: return "\(actor) unbanned \(uid)"
+        case .groupMemberScopeChanged: return "\(actor) made \(uid) \(scope?.rawValue ?? "")"
+        default: return "\(actor) added \(uid)"
+        }
     }
 }

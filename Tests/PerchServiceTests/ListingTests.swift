@@ -1,0 +1,117 @@
+import PerchChat
+import PerchService
+import Testing
+
+@Suite struct ListingTests {
+    @Test func pagesBackwardsAndForwardsWithoutGapsWhileMessagesArrive() async throws {
+        try await withChat { chat in
+            for index in 0..<25 { try await chat.say("m\(index)") }
+            var seen: [String] = []
+            var request = MessagesRequest(guid: "g", categories: [.message], limit: 7)
+            var page = try await chat.service.fetchPrevious(request, as: "bob")
+            var pages = 0
+            while true {
+                seen = page.messages.compactMap(\.text) + seen
+                pages += 1
+                // New messages land between pages; paging back must neither skip nor repeat.
+                try await chat.say("late\(pages)")
+                guard page.hasMore, let cursor = page.previousCursor else { break }
+                request.messageId = cursor
+                page = try await chat.service.fetchPrevious(request, as: "bob")
+            }
+            #expect(seen == (0..<25).map { "m\($0)" })
+            #expect(pages == 4)
+
+            var forward = MessagesRequest(guid: "g", categories: [.message], limit: 10)
+            var collected: [String] = []
+            while true {
+                let next = try await chat.service.fetchNext(forward, as: "bob")
+                collected += next.messages.compactMap(\.text)
+                guard let cursor = next.nextCursor, next.hasMore else { break }
+                forward.messageId = cursor
+                if collected.count == 10 { try await chat.say("arrives mid-walk") }
+            }
+            #expect(collected.count == 25 + 4 + 1)
+            #expect(Set(collected).count == collected.count)
+            #expect(collected.last == "arrives mid-walk")
+        }
+    }
+
+    @Test func filtersThreadsRepliesDeletedCategoriesSearchAndMentions() async throws {
+        try await withChat { chat in
+            let root = try await chat.say("root with 100% <@uid:bob>")
+            try await chat.say("reply one", parent: root.id)
+            let gone = try await chat.say("to delete")
+            _ = try await chat.service.delete(gone.id, as: "dave")
+            _ = try await chat.service.send(MessageDraft(to: .group("g"), type: "poll", category: .custom), as: "dave")
+
+            func texts(_ request: MessagesRequest) async throws -> [String?] {
+                try await chat.service.fetchPrevious(request, as: "carol").messages.map(\.text)
+            }
+            #expect(try await texts(MessagesRequest(guid: "g", parentMessageId: root.id)) == ["reply one"])
+            #expect(try await texts(MessagesRequest(parentMessageId: root.id)) == ["reply one"])
+            #expect(
+                try await texts(MessagesRequest(guid: "g", hideReplies: true, categories: [.message, .custom])).count
+                    == 3)
+            #expect(
+                try await texts(MessagesRequest(guid: "g", hideDeleted: true, categories: [.message, .custom])).count
+                    == 3)
+            #expect(try await texts(MessagesRequest(guid: "g", categories: [.custom])) == [nil])
+            // The group's history keeps CometChat's action messages of membership changes.
+            #expect(
+                try await texts(MessagesRequest(guid: "g", categories: [.action])) == [
+                    "alice added bob", "alice added carol", "alice added dave",
+                ])
+            #expect(try await texts(MessagesRequest(guid: "g", hideDeleted: true, types: ["text"])).count == 2)
+            #expect(try await texts(MessagesRequest(guid: "g", searchKeyword: "100%")) == ["root with 100% <@uid:bob>"])
+            #expect(try await texts(MessagesRequest(guid: "g", searchKeyword: "_")) == [])
+            #expect(try await texts(MessagesRequest(guid: "g", mentionedUids: ["bob"])).count == 1)
+            await expectRefusal(.badRequest) { _ = try await texts(MessagesRequest(uid: "bob", guid: "g")) }
+            await expectRefusal(.badRequest) { _ = try await texts(MessagesRequest(guid: "g", limit: 0)) }
+            await expectRefusal(.badRequest) { _ = try await texts(MessagesRequest(guid: "g", limit: 101)) }
+            await expectRefusal(.badRequest) { _ = try await texts(MessagesRequest()) }
+            await expectRefusal(.wrongMessageThread) {
+                _ = try await texts(MessagesRequest(uid: "dave", parentMessageId: root.id))
+            }
+        }
+    }
+
+    @Test func oneOnOneListingIsPrivateToItsTwoUsers() async throws {
+        try await withChat { chat in
+            try await chat.say("psst", as: "dave", to: .user("erin"))
+            let erin = try await chat.service.fetchPrevious(MessagesRequest(uid: "dave"), as: "erin")
+            #expect(erin.messages.map(\.text) == ["psst"])
+            let carol = try await chat.service.fetchPrevious(MessagesRequest(uid: "dave"), as: "carol")
+            #expect(carol.messages.isEmpty)
+        }
+    }
+
+    @Test func aPageReadsThroughAnIndexWhateverTheConversationSize() async throws {
+        try await withChat { chat in
+            let queries = [
+                (
+                    MessageQuery(conversationId: "group_g", direction: .before(nil), limit: 31),
+                    "messages_by_conversation"
+                ),
+                (
+                    MessageQuery(conversationId: "group_g", direction: .before(500), limit: 31),
+                    "messages_by_conversation"
+                ),
+                (
+                    MessageQuery(conversationId: "group_g", direction: .after(10), limit: 31, parentMessageId: 0),
+                    "messages_top_level"
+                ),
+                (
+                    MessageQuery(conversationId: "group_g", direction: .before(nil), limit: 31, parentMessageId: 7),
+                    "messages_by_thread"
+                ),
+            ]
+            for (query, index) in queries {
+                let plan = try await chat.store.queryPlan(query).joined(separator: " | ")
+                #expect(plan.contains("USING INDEX \(index)"), "\(plan)")
+                #expect(!plan.contains("TEMP B-TREE"), "a sort means the whole conversation is read: \(plan)")
+                #expect(!plan.hasPrefix("SCAN messages"), "\(plan)")
+            }
+        }
+    }
+}

@@ -137,6 +137,16 @@ public final class SQLiteChatStore: ChatStore {
     }
 }
 
+extension SQLiteChatStore {
+    /// The query plan of a threads-inbox page, for the test that asserts it reads O(limit) rows.
+    public func inboxQueryPlan(byConversation: Bool) async throws -> [String] {
+        try await read { tx in
+            guard let tx = tx as? SQLiteTransaction else { return [] }
+            return try tx.inboxPlan(byConversation: byConversation)
+        }
+    }
+}
+
 /// Why a database was refused at open. The file is left untouched.
 public enum StoreOpenError: Error, CustomStringConvertible, Sendable {
     case cannotOpen(path: String, reason: String)

@@ -105,5 +105,34 @@ enum Schema {
         CREATE INDEX saves_by_time ON saves (uid, saved_at, message_id);
         CREATE INDEX saves_by_message ON saves (message_id);
         """,
+        // 3: thread subscriptions (the threads inbox), notification preferences and the outbox.
+        """
+        ALTER TABLE messages ADD COLUMN last_reply_at INTEGER NOT NULL DEFAULT 0;
+        CREATE INDEX messages_threads ON messages (conversation_id, last_reply_at, id) WHERE last_reply_at != 0;
+        CREATE TABLE thread_subscriptions (
+            uid TEXT NOT NULL,
+            parent_id INTEGER NOT NULL,
+            conversation_id TEXT NOT NULL,
+            guid TEXT,
+            updated_at INTEGER NOT NULL,
+            PRIMARY KEY (uid, parent_id)
+        ) WITHOUT ROWID;
+        CREATE INDEX subscriptions_inbox ON thread_subscriptions (uid, updated_at, parent_id);
+        CREATE INDEX subscriptions_inbox_by_conversation
+            ON thread_subscriptions (uid, conversation_id, updated_at, parent_id);
+        CREATE INDEX subscriptions_by_thread ON thread_subscriptions (parent_id);
+        CREATE TABLE notification_preferences (
+            uid TEXT PRIMARY KEY,
+            preferences TEXT NOT NULL
+        ) WITHOUT ROWID;
+        CREATE TABLE outbox (
+            seq INTEGER PRIMARY KEY AUTOINCREMENT,
+            uid TEXT NOT NULL,
+            message_id INTEGER NOT NULL,
+            reason TEXT NOT NULL,
+            created_at INTEGER NOT NULL
+        );
+        CREATE INDEX outbox_by_user ON outbox (uid, seq);
+        """,
     ]
 }

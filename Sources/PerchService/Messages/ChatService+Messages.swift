@@ -15,12 +15,14 @@ extension ChatService {
             throw .badRequest("parentMessageId", "must not be negative")
         }
         let now = clock.now()
+        let defaults = settings.notificationDefaults
         return try await writing { tx in
             _ = try Self.requireUser(tx, sender)
             if !draft.muid.isEmpty, let first = try tx.message(sender: sender, muid: draft.muid) {
                 return try Self.decorate(tx, [first], for: sender)[0]
             }
-            let message = try Self.insert(tx, draft, from: sender, at: now, category: draft.category)
+            let message = try Self.insert(
+                tx, draft, from: sender, at: now, category: draft.category, defaults: defaults)
             return try Self.decorate(tx, [message], for: sender)[0]
         }
     }
@@ -28,7 +30,7 @@ extension ChatService {
     /// Validates, inserts and announces one message inside `tx`.
     static func insert(
         _ tx: any ChatWriteTransaction, _ draft: MessageDraft, from sender: String, at now: Int64,
-        category: MessageCategory
+        category: MessageCategory, defaults: NotificationPreferences
     ) throws -> Message {
         switch draft.receiver {
         case .user(let uid): _ = try requireUser(tx, uid)
@@ -54,7 +56,12 @@ extension ChatService {
             parentMessageId: draft.parentMessageId, quotedMessageId: draft.quotedMessageId, sentAt: now,
             updatedAt: now)
         message.id = try tx.insertMessage(message)
-        if let parent { try tx.adjustReplyCount(of: parent.id, by: 1, updatedAt: now) }
+        var subscribers: Set<String> = []
+        if let parent {
+            try tx.adjustReplyCount(of: parent.id, by: 1, updatedAt: now)
+            subscribers = try subscribeOnReply(tx, parent: parent, reply: message, at: now)
+        }
+        try route(tx, message, subscribers: subscribers, defaults: defaults, at: now)
         let event = ChatEvent(
             name: EventName.received(message), conversationId: conversationId, createdAt: now,
             message: try decorateLive(tx, message))
@@ -192,8 +199,10 @@ extension ChatService {
     }
 
     /// What else a delete touches: its saves go (a deleted message leaves nothing behind in the
-    /// saved lists; its pin was cleared with the message).
+    /// saved lists; its pin was cleared with the message), and a deleted root takes its thread out
+    /// of every inbox.
     static func afterDelete(_ tx: any ChatWriteTransaction, _ message: Message, at now: Int64) throws {
         try tx.removeSaves(of: message.id)
+        if !message.isReply { try tx.removeSubscriptions(of: message.id) }
     }
 }

@@ -43,6 +43,18 @@ public protocol ChatReadTransaction {
     func savedMessages(uid: String, limit: Int, after cursor: (Int64, Int64)?) throws -> [Message]
     func savedAt(uid: String, messageIds: [Int64]) throws -> [Int64: Int64]
     func subscribedThreads(uid: String, parentIds: [Int64]) throws -> Set<Int64>
+    func threadSubscribers(of parentId: Int64) throws -> [String]
+    /// The user's accessible subscribed threads, `(parentId, updatedAt)`, by `(updatedAt, id)`
+    /// descending after the cursor, optionally in one conversation.
+    func subscribedThreadRows(uid: String, conversationId: String?, limit: Int, after cursor: ThreadCursor?) throws
+        -> [ThreadRow]
+    /// Every thread of a conversation that has had replies, `(parentId, lastReplyAt)`, by
+    /// `(lastReplyAt, id)` descending after the cursor.
+    func conversationThreadRows(conversationId: String, limit: Int, after cursor: ThreadCursor?) throws -> [ThreadRow]
+    /// The newest live reply of a thread.
+    func lastReply(of parentId: Int64) throws -> Message?
+    func preferences(of uids: [String]) throws -> [String: NotificationPreferences]
+    func notifications(for uid: String, after seq: Int64, limit: Int) throws -> [NotificationRecord]
     /// The events `uid` may see after `seq`, oldest first, leaving out those excluded for `session`.
     func events(for uid: String, session: String?, after seq: Int64, limit: Int) throws -> EventPage
     func cursor(consumer: String) throws -> Int64?
@@ -62,6 +74,14 @@ public protocol ChatWriteTransaction: ChatReadTransaction {
     func updateMessage(_ message: Message) throws
     func adjustReplyCount(of id: Int64, by delta: Int, updatedAt: Int64) throws
     func setSaved(uid: String, messageId: Int64, at time: Int64?) throws
+    /// Subscribes (or re-subscribes, bumping `updatedAt`) a user to a thread.
+    func subscribe(uid: String, to parent: Message, at time: Int64) throws
+    func unsubscribe(uid: String, from parentId: Int64) throws
+    /// Bumps every subscriber's row of the thread (a new reply).
+    func touchThread(_ parentId: Int64, at time: Int64) throws
+    func removeSubscriptions(of parentId: Int64) throws
+    func setPreferences(_ preferences: NotificationPreferences, for uid: String) throws
+    func appendNotification(uid: String, messageId: Int64, reason: NotificationReason, at time: Int64) throws
     func removeSaves(of messageId: Int64) throws
     func appendEvent(_ event: ChatEvent, audience: EventAudience) throws -> Int64
     func setCursor(consumer: String, seq: Int64) throws
@@ -115,5 +135,44 @@ public struct EventPage: Sendable {
     public init(events: [ChatEvent], scannedThrough: Int64) {
         self.events = events
         self.scannedThrough = scannedThrough
+    }
+}
+
+/// The compound cursor of the threads inbox: the last row's `(updatedAt, parentMessageId)`.
+public struct ThreadCursor: Sendable, Hashable {
+    public var updatedAt: Int64
+    public var parentMessageId: Int64
+
+    public init(updatedAt: Int64, parentMessageId: Int64) {
+        self.updatedAt = updatedAt
+        self.parentMessageId = parentMessageId
+    }
+}
+
+/// One thread of the inbox before its messages are attached.
+public struct ThreadRow: Sendable, Hashable {
+    public var parentMessageId: Int64
+    public var updatedAt: Int64
+
+    public init(parentMessageId: Int64, updatedAt: Int64) {
+        self.parentMessageId = parentMessageId
+        self.updatedAt = updatedAt
+    }
+}
+
+/// One entry of a user's notification outbox.
+public struct NotificationRecord: Sendable, Hashable, Codable {
+    public var seq: Int64
+    public var uid: String
+    public var messageId: Int64
+    public var reason: NotificationReason
+    public var createdAt: Int64
+
+    public init(seq: Int64, uid: String, messageId: Int64, reason: NotificationReason, createdAt: Int64) {
+        self.seq = seq
+        self.uid = uid
+        self.messageId = messageId
+        self.reason = reason
+        self.createdAt = createdAt
     }
 }

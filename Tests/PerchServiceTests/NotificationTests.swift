@@ -1,0 +1,93 @@
+import PerchChat
+import PerchService
+import Testing
+
+@Suite struct NotificationServiceTests {
+    func reasons(_ chat: ChatFixture, _ uid: String, after seq: Int64 = 0) async throws -> [String] {
+        try await chat.service.notifications(for: uid, after: seq).map { "\($0.messageId):\($0.reason.rawValue)" }
+    }
+
+    @Test func preferencesDefaultFromSettingsAndUpdate() async throws {
+        let defaults = NotificationPreferences(
+            group: ConversationPreferences(
+                messages: .subscribeToMentions, replies: .subscribeToSubscribedThreads,
+                quotedReplies: .subscribeToQuotesOnOwnMessages),
+            oneOnOne: .oneOnOneDefault)
+        try await withChat(settings: ChatSettings(notificationDefaults: defaults)) { chat in
+            #expect(try await chat.service.notificationPreferences(of: "dave") == defaults)
+            var mine = defaults
+            mine.oneOnOne.messages = .dontSubscribe
+            _ = try await chat.service.updateNotificationPreferences(mine, of: "dave")
+            #expect(try await chat.service.notificationPreferences(of: "dave") == mine)
+            await expectRefusal(.uidNotFound) { _ = try await chat.service.notificationPreferences(of: "ghost") }
+        }
+    }
+
+    @Test func groupsAndOneOnOneRouteByTheirOwnPreferences() async throws {
+        try await withChat { chat in
+            var quiet = NotificationPreferences()
+            quiet.group.messages = .subscribeToMentions
+            quiet.oneOnOne.messages = .dontSubscribe
+            _ = try await chat.service.updateNotificationPreferences(quiet, of: "bob")
+            let plain = try await chat.say("plain", as: "dave")
+            let mention = try await chat.say("hey <@uid:bob>", as: "dave")
+            let direct = try await chat.say("dm", as: "dave", to: .user("bob"))
+            #expect(try await reasons(chat, "bob") == ["\(mention.id):mention"])
+            #expect(try await reasons(chat, "carol") == ["\(plain.id):message", "\(mention.id):message"])
+            #expect(try await reasons(chat, "dave") == [])
+            #expect(try await reasons(chat, "erin") == [])
+            _ = direct
+        }
+    }
+
+    @Test func aReplyAndQuoteIsRoutedByTheUnion() async throws {
+        try await withChat { chat in
+            var preferences = NotificationPreferences()
+            preferences.group = ConversationPreferences(
+                messages: .dontSubscribe, replies: .dontSubscribe, quotedReplies: .subscribeToQuotesOnOwnMessages)
+            for uid in ["alice", "bob", "carol", "dave"] {
+                _ = try await chat.service.updateNotificationPreferences(preferences, of: uid)
+            }
+            let root = try await chat.say("root", as: "alice")
+            let first = try await chat.say("first", as: "carol", parent: root.id)
+            let before = try await chat.service.notifications(for: "carol").last?.seq ?? 0
+            let both = try await chat.say("both", as: "bob", parent: root.id, quote: first.id)
+            #expect(try await reasons(chat, "carol", after: before) == ["\(both.id):quote_on_own_message"])
+            #expect(try await reasons(chat, "alice") == [])
+        }
+    }
+
+    @Test func subscribedThreadsOnlyAfterUnsubscribeUntilReplyOrMention() async throws {
+        try await withChat { chat in
+            var preferences = NotificationPreferences()
+            preferences.group.replies = .subscribeToSubscribedThreads
+            preferences.group.messages = .dontSubscribe
+            _ = try await chat.service.updateNotificationPreferences(preferences, of: "bob")
+            let root = try await chat.say("root", as: "dave")
+            let r1 = try await chat.say("r1", as: "bob", parent: root.id)
+            let r2 = try await chat.say("r2", as: "carol", parent: root.id)
+            #expect(try await reasons(chat, "bob") == ["\(r2.id):subscribed_thread"])
+            _ = r1
+            _ = try await chat.service.unsubscribeFromThread(root.id, as: "bob")
+            let mark = try await chat.service.notifications(for: "bob").last?.seq ?? 0
+            _ = try await chat.say("r3", as: "carol", parent: root.id)
+            _ = try await chat.say("r4", as: "dave", parent: root.id)
+            #expect(try await reasons(chat, "bob", after: mark) == [])
+            let mention = try await chat.say("r5 <@uid:bob>", as: "carol", parent: root.id)
+            let r6 = try await chat.say("r6", as: "dave", parent: root.id)
+            #expect(
+                try await reasons(chat, "bob", after: mark) == [
+                    "\(mention.id):subscribed_thread", "\(r6.id):subscribed_thread",
+                ])
+        }
+    }
+
+    @Test func onlyUsersWithAccessAreNotified() async throws {
+        try await withChat { chat in
+            try await chat.service.kick("dave", from: "g", by: "bob")
+            _ = try await chat.say("after", as: "carol")
+            #expect(try await reasons(chat, "dave") == [])
+            await expectRefusal(.badRequest) { _ = try await chat.service.notifications(for: "dave", limit: 0) }
+        }
+    }
+}

@@ -36,6 +36,8 @@ let package = Package(
         // libFuzzer entry point for the configuration loader (build with --sanitize=fuzzer).
         .executableTarget(name: "FuzzConfig", dependencies: ["PerchConfig"]),
 
+        // The benchmarks (`make bench`).
+        .executableTarget(name: "PerchBench", dependencies: ["PerchService", "PerchSQLite", "PerchChat"]),
         // The child process of the store's crash test.
         .executableTarget(name: "PerchStoreProbe", dependencies: ["PerchService", "PerchSQLite", "PerchChat"]),
 

@@ -104,9 +104,9 @@ public final class SQLiteChatStore: ChatStore {
         let box = try checkoutReader()
         defer { readers.withLock { $0.append(box) } }
         let db = box.connection
-        try db.execute("BEGIN")
-        defer { try? db.execute("COMMIT") }
-        return try body(SQLiteTransaction(db, coder: JSONCoder()))
+        try db.run("BEGIN")
+        defer { _ = try? db.run("COMMIT") }
+        return try body(SQLiteTransaction(db, coder: box.coder))
     }
 
     private func checkoutReader() throws -> ConnectionBox {
@@ -200,13 +200,13 @@ final class Writer: Sendable {
             run: { tx in
                 let db = tx.db
                 do {
-                    try db.execute("SAVEPOINT job")
+                    try db.run("SAVEPOINT job")
                     do {
                         outcome.result = .success(try body(tx))
-                        try db.execute("RELEASE job")
+                        try db.run("RELEASE job")
                     } catch {
-                        try? db.execute("ROLLBACK TO job")
-                        try? db.execute("RELEASE job")
+                        _ = try? db.run("ROLLBACK TO job")
+                        _ = try? db.run("RELEASE job")
                         outcome.result = .failure(error)
                     }
                 } catch {
@@ -244,7 +244,7 @@ final class Writer: Sendable {
 
     private func loop(_ box: ConnectionBox, notifier: EventNotifier) {
         let db = box.connection
-        let coder = JSONCoder()
+        let coder = box.coder
         while true {
             signal.wait()
             while true {
@@ -264,9 +264,9 @@ final class Writer: Sendable {
                 let tx = SQLiteTransaction(db, coder: coder)
                 var commitError: Error?
                 do {
-                    try db.execute("BEGIN IMMEDIATE")
+                    try db.run("BEGIN IMMEDIATE")
                     for job in batch { job.run(tx) }
-                    try db.execute("COMMIT")
+                    try db.run("COMMIT")
                 } catch {
                     commitError = error
                     try? db.execute("ROLLBACK")

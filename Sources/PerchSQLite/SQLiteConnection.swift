@@ -148,4 +148,6 @@ final class SQLiteConnection {
 /// A connection crossing threads inside the pool or the writer; see ``SQLiteConnection``.
 struct ConnectionBox: @unchecked Sendable {
     let connection: SQLiteConnection
+    /// The connection's own JSON coder, used by whoever holds the connection.
+    let coder = JSONCoder()
 }

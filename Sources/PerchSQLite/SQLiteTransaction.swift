@@ -171,10 +171,18 @@ final class SQLiteTransaction: ChatWriteTransaction {
         try db.query("SELECT \(Self.messageColumns) FROM messages WHERE id = ?", [.int(id)], row: readMessage).first
     }
 
+    /// A JSON array of ids, bound as one parameter and read with `json_each`, so one prepared
+    /// statement serves any number of ids.
+    func idList(_ ids: some Collection<Int64>) -> SQLValue {
+        .text("[" + ids.map(String.init).joined(separator: ",") + "]")
+    }
+
     func messages(_ ids: [Int64]) throws -> [Int64: Message] {
-        var found: [Int64: Message] = [:]
-        for id in Set(ids) { if let message = try message(id) { found[id] = message } }
-        return found
+        guard !ids.isEmpty else { return [:] }
+        let rows = try db.query(
+            "SELECT \(Self.messageColumns) FROM messages WHERE id IN (SELECT value FROM json_each(?))",
+            [idList(Set(ids))], row: readMessage)
+        return Dictionary(rows.map { ($0.id, $0) }, uniquingKeysWith: { first, _ in first })
     }
 
     func message(sender: String, muid: String) throws -> Message? {
@@ -300,8 +308,10 @@ final class SQLiteTransaction: ChatWriteTransaction {
             values += query.mentionedUids.map { .text($0) }
         }
         let order = ascending ? "ASC" : "DESC"
+        // Measured: without the hint SQLite walks a thread several times slower than through its index.
+        let hint = (query.parentMessageId ?? 0) != 0 ? " INDEXED BY messages_by_thread" : ""
         let sql =
-            "SELECT \(Self.messageColumns) FROM messages WHERE \(conditions.joined(separator: " AND ")) ORDER BY id \(order) LIMIT ?"
+            "SELECT \(Self.messageColumns) FROM messages\(hint) WHERE \(conditions.joined(separator: " AND ")) ORDER BY id \(order) LIMIT ?"
         values.append(.int(Int64(query.limit)))
         return (sql, values)
     }
@@ -358,15 +368,12 @@ final class SQLiteTransaction: ChatWriteTransaction {
     }
 
     func savedAt(uid: String, messageIds: [Int64]) throws -> [Int64: Int64] {
-        var found: [Int64: Int64] = [:]
-        for id in messageIds {
-            if let time = try db.scalar(
-                "SELECT saved_at FROM saves WHERE uid = ? AND message_id = ?", [.text(uid), .int(id)])
-            {
-                found[id] = time
-            }
-        }
-        return found
+        guard !messageIds.isEmpty else { return [:] }
+        let rows = try db.query(
+            "SELECT message_id, saved_at FROM saves WHERE uid = ? AND message_id IN (SELECT value FROM json_each(?))",
+            [.text(uid), idList(messageIds)]
+        ) { ($0.int(0), $0.int(1)) }
+        return Dictionary(rows, uniquingKeysWith: { first, _ in first })
     }
 
     func setSaved(uid: String, messageId: Int64, at time: Int64?) throws {
@@ -386,16 +393,12 @@ final class SQLiteTransaction: ChatWriteTransaction {
     // MARK: Thread subscriptions
 
     func subscribedThreads(uid: String, parentIds: [Int64]) throws -> Set<Int64> {
-        var found: Set<Int64> = []
-        for id in parentIds {
-            if try db.scalar(
-                "SELECT 1 FROM thread_subscriptions WHERE uid = ? AND parent_id = ?", [.text(uid), .int(id)])
-                != nil
-            {
-                found.insert(id)
-            }
-        }
-        return found
+        guard !parentIds.isEmpty else { return [] }
+        return Set(
+            try db.query(
+                "SELECT parent_id FROM thread_subscriptions WHERE uid = ? AND parent_id IN (SELECT value FROM json_each(?))",
+                [.text(uid), idList(parentIds)]
+            ) { $0.int(0) })
     }
 
     func threadSubscribers(of parentId: Int64) throws -> [String] {
@@ -448,7 +451,7 @@ final class SQLiteTransaction: ChatWriteTransaction {
     func lastReply(of parentId: Int64) throws -> Message? {
         try db.query(
             """
-            SELECT \(Self.messageColumns) FROM messages
+            SELECT \(Self.messageColumns) FROM messages INDEXED BY messages_by_thread
             WHERE parent_id = ? AND parent_id != 0 AND deleted_at = 0 ORDER BY id DESC LIMIT 1
             """, [.int(parentId)], row: readMessage
         ).first
@@ -530,7 +533,7 @@ final class SQLiteTransaction: ChatWriteTransaction {
             "INSERT INTO events (name, audience_group, excluded_session, payload) VALUES (?, ?, ?, ?)",
             [
                 .text(event.name.rawValue), audience.group.map(SQLValue.text) ?? .null,
-                audience.excludedSession.map(SQLValue.text) ?? .null, .text(coder.encodeString(stored)),
+                audience.excludedSession.map(SQLValue.text) ?? .null, .text(stored.json),
             ])
         let seq = db.lastInsertRowID
         for uid in Set(audience.users) {
@@ -585,7 +588,7 @@ final class JSONCoder {
 
     init() {
         encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        encoder.outputFormatting = [.withoutEscapingSlashes]
     }
 
     func encodeString<T: Encodable>(_ value: T) -> String {

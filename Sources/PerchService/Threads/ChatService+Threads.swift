@@ -90,10 +90,13 @@ extension ChatService {
             let parents = try tx.messages(rows.map(\.parentMessageId))
             let decorated = try Self.decorate(tx, Array(parents.values), for: viewer)
             let byId = Dictionary(uniqueKeysWithValues: decorated.map { ($0.id, $0) })
+            var lastReplies: [Int64: Message] = [:]
+            let replies = try rows.compactMap { try tx.lastReply(of: $0.parentMessageId) }
+            for reply in try Self.decorate(tx, replies, for: viewer) { lastReplies[reply.parentMessageId] = reply }
             var threads: [MessageThread] = []
             for row in rows {
                 guard let parent = byId[row.parentMessageId], !parent.isDeleted else { continue }
-                let last = try tx.lastReply(of: parent.id).map { try Self.decorate(tx, [$0], for: viewer)[0] }
+                let last = lastReplies[parent.id]
                 threads.append(
                     MessageThread(
                         parentMessageId: parent.id, parentMessage: parent, replyCount: parent.replyCount,

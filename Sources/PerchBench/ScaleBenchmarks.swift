@@ -1,0 +1,77 @@
+import Foundation
+import PerchChat
+import PerchService
+
+/// The newest page of a 100,000-message conversation against a 100-message one.
+func benchmarkPages() async throws {
+    let chat = try BenchChat()
+    let service = chat.service
+    _ = try await service.createUser(uid: "a", name: "A")
+    _ = try await service.createUser(uid: "b", name: "B")
+    _ = try await service.createGroup(guid: "big", name: "Big", owner: "a")
+    _ = try await service.createGroup(guid: "small", name: "Small", owner: "a")
+    let started = Date()
+    try await fill(service, count: 100_000, draft: { MessageDraft(to: .group("big"), text: "message \($0)") }, as: "a")
+    let fillSeconds = Date().timeIntervalSince(started)
+    try await fill(service, count: 100, draft: { MessageDraft(to: .group("small"), text: "message \($0)") }, as: "a")
+    let big = try await measure(runs: 2_000) {
+        _ = try await service.fetchPrevious(MessagesRequest(guid: "big", limit: 30), as: "a")
+    }
+    let small = try await measure(runs: 2_000) {
+        _ = try await service.fetchPrevious(MessagesRequest(guid: "small", limit: 30), as: "a")
+    }
+    report(
+        "pages",
+        [
+            "newest_page_100k_us": (big.median / 1000).rounded3, "newest_page_100_us": (small.median / 1000).rounded3,
+            "p99_100k_us": (big.p99 / 1000).rounded3, "p99_100_us": (small.p99 / 1000).rounded3,
+            "ratio_100k_over_100": (big.median / small.median).rounded3,
+            "fill_100k_sends_per_s": (100_000 / fillSeconds).rounded(),
+        ])
+    await chat.close()
+}
+
+/// The threads inbox of one user with 100,000 threads: the first page against page 500.
+func benchmarkInbox() async throws {
+    let chat = try BenchChat()
+    let service = chat.service
+    _ = try await service.createUser(uid: "a", name: "A")
+    _ = try await service.createGroup(guid: "g", name: "G", owner: "a")
+    // Each message starts a thread; a reply subscribes its author and makes it an inbox row.
+    try await fill(service, count: 100_000, draft: { MessageDraft(to: .group("g"), text: "thread \($0)") }, as: "a")
+    let page = try await service.fetchPrevious(MessagesRequest(guid: "g", limit: 1), as: "a")
+    let newest = page.messages[0].id
+    try await withThrowingTaskGroup(of: Void.self) { group in
+        for lane in 0..<8 {
+            group.addTask {
+                var id = newest - Int64(lane)
+                while id > newest - 100_000 {
+                    _ = try await service.subscribeToThread(id, as: "a")
+                    id -= 8
+                }
+            }
+        }
+        try await group.waitForAll()
+    }
+    let options = ThreadsRequest.Options(limit: 30)
+    var cursor: ThreadCursor?
+    for _ in 0..<499 {
+        let result = try await service.fetchThreads(options, as: "a", after: cursor)
+        cursor = result.threads.last?.cursor
+    }
+    let page500 = cursor
+    let first = try await measure(runs: 1_000) { _ = try await service.fetchThreads(options, as: "a", after: nil) }
+    let deep = try await measure(runs: 1_000) { _ = try await service.fetchThreads(options, as: "a", after: page500) }
+    report(
+        "inbox",
+        [
+            "threads": 100_000, "page_size": 30, "first_page_us": (first.median / 1000).rounded3,
+            "page_500_us": (deep.median / 1000).rounded3, "first_page_p99_us": (first.p99 / 1000).rounded3,
+            "page_500_p99_us": (deep.p99 / 1000).rounded3, "ratio_500_over_1": (deep.median / first.median).rounded3,
+        ])
+    await chat.close()
+}
+
+extension Double {
+    var rounded3: Double { (self * 1000).rounded() / 1000 }
+}

@@ -1,12 +1,10 @@
 import Foundation
 // Perch's benchmarks. `make bench` builds this in release mode and runs every scenario;
 // `PerchBench <scenario>` runs one. Each prints one line of JSON per figure.
-@preconcurrency import Glibc
 import PerchChat
 import PerchSQLite
 import PerchService
 
-setvbuf(stdout, nil, _IOLBF, 0)
 
 let scenarios: [String: () async throws -> Void] = [
     "pages": benchmarkPages,

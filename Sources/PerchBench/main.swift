@@ -1,10 +1,9 @@
-import Foundation
 // Perch's benchmarks. `make bench` builds this in release mode and runs every scenario;
 // `PerchBench <scenario>` runs one. Each prints one line of JSON per figure.
+import Foundation
 import PerchChat
 import PerchSQLite
 import PerchService
-
 
 let scenarios: [String: () async throws -> Void] = [
     "pages": benchmarkPages,

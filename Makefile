@@ -3,7 +3,7 @@ SWIFT ?= swift
 CONFIG ?= config.yaml
 FUZZ_SECONDS ?= 600
 
-.PHONY: run test check build lint format fuzz setup clean
+.PHONY: run test check build lint format fuzz bench setup clean
 
 ## Set up, build and start the host on the embedded backend with config.yaml and bots/.
 run: setup
@@ -38,6 +38,11 @@ fuzz: setup
 		-Xswiftc -sanitize-coverage=edge,trace-cmp,inline-8bit-counters,pc-table
 	mkdir -p .build/fuzz-corpus && cp -n Fuzz/corpus/* .build/fuzz-corpus/
 	./.build/fuzz/debug/FuzzConfig .build/fuzz-corpus -max_total_time=$(FUZZ_SECONDS) -max_len=4096 -timeout=10
+
+## Run the benchmarks in a release build; see BENCHMARKS.md.
+bench: setup
+	$(SWIFT) build -c release --product PerchBench
+	./.build/release/PerchBench
 
 clean:
 	rm -rf .build

@@ -10,6 +10,8 @@ let package = Package(
         .executable(name: "perch", targets: ["perch"]),
         .library(name: "PerchChat", targets: ["PerchChat"]),
         .library(name: "PerchConfig", targets: ["PerchConfig"]),
+        .library(name: "PerchHost", targets: ["PerchHost"]),
+        .library(name: "PerchTesting", targets: ["PerchTesting"]),
         .executable(name: "FuzzConfig", targets: ["FuzzConfig"]),
     ],
     targets: [
@@ -17,11 +19,14 @@ let package = Package(
         .systemLibrary(name: "CYAML", pkgConfig: "yaml-0.1", providers: [.apt(["libyaml-dev"])]),
         .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
         .systemLibrary(name: "CPCRE2", pkgConfig: "libpcre2-8", providers: [.apt(["libpcre2-dev"])]),
+        .systemLibrary(name: "CHyperscan", pkgConfig: "libhs", providers: [.apt(["libhyperscan-dev"])]),
 
         // YAML with positions, on libyaml's event API.
         .target(name: "PerchYAML", dependencies: ["CYAML"]),
         // Regular expressions on PCRE2 (JIT), with the pattern's own compile errors.
         .target(name: "PerchRegex", dependencies: ["CPCRE2"]),
+        // Many word lists in one pass (Hyperscan), for moderation.
+        .target(name: "PerchMatch", dependencies: ["CHyperscan"]),
         // The pure chat core: types, rules, errors. No I/O, no clock.
         .target(name: "PerchChat"),
         // Configuration: config.yaml and bots/*.yaml decoded with located findings.
@@ -30,8 +35,17 @@ let package = Package(
         .target(name: "PerchService", dependencies: ["PerchChat"]),
         // The SQLite store.
         .target(name: "PerchSQLite", dependencies: ["PerchService", "PerchChat", "CSQLite"]),
+        // The bot host: YAML bots on the listener events, plugins, the four behaviours.
+        .target(
+            name: "PerchHost",
+            dependencies: [
+                "PerchConfig", "PerchService", "PerchSQLite", "PerchChat", "PerchMatch", "PerchRegex", "PerchYAML",
+            ]
+        ),
+        // The test harness for plugin authors: a host in-process on a temporary directory.
+        .target(name: "PerchTesting", dependencies: ["PerchHost", "PerchConfig", "PerchService", "PerchChat"]),
         // The commands, thin: each builds a frontend, runs it, turns failure into an exit code.
-        .target(name: "PerchCLI", dependencies: ["PerchConfig", "PerchService", "PerchSQLite"]),
+        .target(name: "PerchCLI", dependencies: ["PerchConfig", "PerchService", "PerchSQLite", "PerchHost"]),
         .executableTarget(name: "perch", dependencies: ["PerchCLI"]),
         // libFuzzer entry point for the configuration loader (build with --sanitize=fuzzer).
         .executableTarget(name: "FuzzConfig", dependencies: ["PerchConfig"]),
@@ -48,6 +62,12 @@ let package = Package(
             resources: [.copy("Fixtures")]
         ),
         .testTarget(name: "PerchChatTests", dependencies: ["PerchChat"]),
+        .testTarget(
+            name: "PerchHostTests",
+            dependencies: [
+                "PerchHost", "PerchTesting", "PerchConfig", "PerchService", "PerchChat", "PerchMatch", "PerchCLI",
+            ]
+        ),
         .testTarget(
             name: "PerchServiceTests", dependencies: ["PerchService", "PerchSQLite", "PerchChat", "PerchStoreProbe"]),
     ],

@@ -1,5 +1,6 @@
 import Foundation
 import PerchConfig
+import PerchHost
 
 /// The `perch` command: parses the words, runs one subcommand, returns its exit code.
 public enum Perch {
@@ -10,13 +11,15 @@ public enum Perch {
 
         commands:
           check [--config config.yaml] [--format text|json]   validate config.yaml and bots/*.yaml
-          run   [--config config.yaml]                         start the host on the configured backend
+          run   [--config config.yaml] [--log-format text|json] start the host on the configured backend
+          dry-run --as UID (--group GUID | --to UID) [--thread ID] [--config config.yaml] "text"
+                                                               show which bots and rules would fire, doing nothing
           version                                              print the version
 
         """
 
     /// The Swift plugins this build registers, by name.
-    public static let builtInPlugins: Set<String> = []
+    public static var builtInPlugins: Set<String> { PluginRegistry.standard.names }
 
     public static func main(
         _ arguments: [String], print write: @escaping (String) -> Void = { print($0) },
@@ -24,7 +27,8 @@ public enum Perch {
     ) -> Int32 {
         let parsed: ParsedArguments
         do {
-            parsed = try ParsedArguments(arguments, valued: ["config", "format", "log-format"])
+            parsed = try ParsedArguments(
+                arguments, valued: ["config", "format", "log-format", "as", "group", "to", "thread"])
         } catch {
             printError("perch: \(error)\n\n\(usage)")
             return 64
@@ -39,15 +43,9 @@ public enum Perch {
                 return 64
             }
             return CheckCommand(configPath: configPath, json: format == "json", loader: loader).run(print: write)
-        case "run":
-            let loaded = loader.load(configPath: configPath)
-            for finding in loaded.findings { printError(finding.description) }
-            guard loaded.isValid else {
-                printError("perch: the configuration has errors; nothing started (\(CheckCommand.summary(loaded)))")
-                return 1
-            }
-            write("perch: configuration valid (\(CheckCommand.summary(loaded))); the host is not built yet")
-            return 0
+        case "run", "dry-run":
+            printError("perch: \(parsed.command!) runs from the executable (RunCommand); this entry point checks only")
+            return 64
         case "version", "--version":
             write("perch \(version)")
             return 0

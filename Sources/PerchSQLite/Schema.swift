@@ -134,5 +134,14 @@ enum Schema {
         );
         CREATE INDEX outbox_by_user ON outbox (uid, seq);
         """,
+        // 4: the bot host's per-bot key-value store for plugins.
+        """
+        CREATE TABLE plugin_state (
+            bot TEXT NOT NULL,
+            key TEXT NOT NULL,
+            value TEXT NOT NULL,
+            PRIMARY KEY (bot, key)
+        ) WITHOUT ROWID;
+        """,
     ]
 }

@@ -2,4 +2,9 @@
 import PerchCLI
 
 setvbuf(stdout, nil, _IOLBF, 0)
-exit(Perch.main(Array(CommandLine.arguments.dropFirst())))
+signal(SIGPIPE, SIG_IGN)
+let arguments = Array(CommandLine.arguments.dropFirst())
+if arguments.first == "run" || arguments.first == "dry-run" {
+    exit(await RunCommand.run(arguments))
+}
+exit(Perch.main(arguments))

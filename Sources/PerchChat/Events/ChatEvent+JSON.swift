@@ -8,9 +8,9 @@ public struct JSONWriter {
 
     public init(capacity: Int = 512) { output.reserveCapacity(capacity) }
 
-    mutating func raw(_ text: String) { output += text }
+    public mutating func raw(_ text: String) { output += text }
 
-    mutating func string(_ value: String) {
+    public mutating func string(_ value: String) {
         output.append("\"")
         var needsEscaping = false
         for byte in value.utf8 where byte < 0x20 || byte == 0x22 || byte == 0x5C {
@@ -46,7 +46,7 @@ public struct JSONWriter {
         output += "\":"
     }
 
-    mutating func value(_ json: JSONValue) {
+    public mutating func value(_ json: JSONValue) {
         switch json {
         case .null: raw("null")
         case .bool(let flag): raw(flag ? "true" : "false")

@@ -387,3 +387,15 @@ extension Decoder {
     /// mapping); nil outside the configuration decoder or for an absent value.
     public var configNode: YAMLNode? { (self as? NodeDecoder)?.node }
 }
+
+extension ConfigDecoder {
+    /// Decodes `type` from an empty mapping: its defaults, or an error when it has required keys.
+    public static func decodeEmpty<T: Decodable>(_ type: T.Type) throws -> T {
+        let empty = YAMLNode(.mapping([]), at: SourceLocation(file: "", line: 1, column: 1))
+        let result = ConfigDecoder().decode(type, from: empty)
+        guard result.findings.isEmpty, let value = result.value else {
+            throw ConfigValueError(result.findings.first?.message ?? "cannot decode")
+        }
+        return value
+    }
+}

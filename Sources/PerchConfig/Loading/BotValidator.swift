@@ -128,9 +128,19 @@ struct BotValidator {
                     unknown("user", uid, among: knownUsers, where: "not seeded and not a bot"))
             default: break
             }
-        case .webhook(let name):
+        case .webhook(let name, let target):
             if !User.isValidUID(name) {
                 error(loaded, path + ".on.webhook", "a webhook name is 1–100 of A–Z, a–z, 0–9, _, -")
+            }
+            switch target {
+            case .group(let guid)? where !knownGroups.contains(guid):
+                error(
+                    loaded, path + ".on.group", unknown("group", guid, among: knownGroups, where: "not in seed.groups"))
+            case .user(let uid)? where !knownUsers.contains(uid):
+                error(
+                    loaded, path + ".on.user",
+                    unknown("user", uid, among: knownUsers, where: "not seeded and not a bot"))
+            default: break
             }
         default:
             break

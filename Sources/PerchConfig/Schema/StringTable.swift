@@ -1,7 +1,7 @@
 /// The copy table: seed 001's strings with their default copy, overridable and extensible in
 /// `config.yaml` under `strings`, used by bot templates as `{strings.KEY}`.
 public struct StringTable: Decodable, Sendable {
-    /// The keys of seed 001 and their default copy.
+    /// The keys of seed 001 with their default copy, and Perch's own.
     public static let defaults: [String: String] = [
         "THREAD_SUBSCRIBE": "Subscribe to thread",
         "THREAD_UNSUBSCRIBE": "Unsubscribe from thread",
@@ -10,6 +10,9 @@ public struct StringTable: Decodable, Sendable {
         "THREAD_UNSUBSCRIBED_TOAST": "Unsubscribed. Notifications are off until you reply or are mentioned.",
         "THREAD_SUBSCRIPTION_FAILED": "Couldn't update. Please try again.",
         "THREAD_UNAVAILABLE": "You no longer have access to this thread.",
+        // Perch's own, for the thread-follow bot.
+        "THREAD_FOLLOW_USAGE":
+            "Send !follow in a thread, as a quote reply to a message, or as !follow <messageId>.",
     ]
 
     public private(set) var entries: [String: String]

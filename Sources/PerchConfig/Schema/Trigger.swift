@@ -18,8 +18,9 @@ public enum Trigger: Sendable, Equatable {
     case memberJoined
     /// A cron schedule (five fields, UTC) posting into one conversation.
     case schedule(cron: String, target: ScheduleTarget)
-    /// A named inbound HTTP hook, `POST /v3/hooks/{name}`, whose JSON body templates can read.
-    case webhook(name: String)
+    /// A named inbound HTTP hook, `POST /v3/hooks/{name}`, whose JSON body templates can read;
+    /// replies go to the target conversation when one is given.
+    case webhook(name: String, target: ScheduleTarget?)
 
     public enum ScheduleTarget: Sendable, Equatable {
         case group(String)
@@ -88,7 +89,15 @@ extension Trigger: Decodable, ConfigPlaceholder {
             }
             self = .command(name: name)
         case "webhook":
-            self = .webhook(name: try c.decode(String.self, forKey: .webhook))
+            let name = try c.decode(String.self, forKey: .webhook)
+            let group = try c.decodeIfPresent(String.self, forKey: .group)
+            let user = try c.decodeIfPresent(String.self, forKey: .user)
+            switch (group, user) {
+            case (let guid?, nil): self = .webhook(name: name, target: .group(guid))
+            case (nil, let uid?): self = .webhook(name: name, target: .user(uid))
+            case (nil, nil): self = .webhook(name: name, target: nil)
+            default: throw ConfigValueError("a webhook posts into one conversation: give `group` or `user`, not both")
+            }
         default:
             let cron = try c.decode(String.self, forKey: .schedule)
             let group = try c.decodeIfPresent(String.self, forKey: .group)

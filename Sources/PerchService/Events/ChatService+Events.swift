@@ -62,3 +62,26 @@ extension ChatService {
         }
     }
 }
+
+extension ChatService {
+    /// A bot's plugin value (the host's per-bot key-value store).
+    public func pluginValue(bot: String, key: String) async throws(ChatError) -> String? {
+        try await reading { tx in try tx.pluginValue(bot: bot, key: key) }
+    }
+
+    /// Sets or (with nil) removes a bot's plugin value.
+    public func setPluginValue(bot: String, key: String, value: String?) async throws(ChatError) {
+        guard key.utf8.count <= 256, (value?.utf8.count ?? 0) <= 1 << 20 else {
+            throw .badRequest("key", "keys up to 256 bytes, values up to 1 MiB")
+        }
+        _ = try await writing { tx -> Bool in
+            try tx.setPluginValue(bot: bot, key: key, value: value)
+            return true
+        }
+    }
+
+    /// The scope of `uid` in group `guid`, or nil when not a member.
+    public func scope(of uid: String, in guid: String) async throws(ChatError) -> GroupMemberScope? {
+        try await reading { tx in try tx.member(guid: guid, uid: uid)?.scope }
+    }
+}

@@ -206,3 +206,12 @@ extension ChatService {
         if !message.isReply { try tx.removeSubscriptions(of: message.id) }
     }
 }
+
+extension ChatService {
+    /// The uids of `<@uid:…>` tokens in `text` who could see a message sent to `receiver`.
+    public func visibleMentions(in text: String, receiver: Receiver, sender: String) async throws(ChatError)
+        -> [String]
+    {
+        try await reading { tx in try Self.visibleMentions(tx, in: text, receiver: receiver, sender: sender) }
+    }
+}

@@ -58,6 +58,7 @@ public protocol ChatReadTransaction {
     /// The events `uid` may see after `seq`, oldest first, leaving out those excluded for `session`.
     func events(for uid: String, session: String?, after seq: Int64, limit: Int) throws -> EventPage
     func cursor(consumer: String) throws -> Int64?
+    func pluginValue(bot: String, key: String) throws -> String?
 }
 
 /// The typed writes; every write transaction can also read.
@@ -85,6 +86,8 @@ public protocol ChatWriteTransaction: ChatReadTransaction {
     func removeSaves(of messageId: Int64) throws
     func appendEvent(_ event: ChatEvent, audience: EventAudience) throws -> Int64
     func setCursor(consumer: String, seq: Int64) throws
+    /// Sets (or with nil removes) a bot's plugin value.
+    func setPluginValue(bot: String, key: String, value: String?) throws
 }
 
 /// A page request over one conversation's messages, in the store's terms.

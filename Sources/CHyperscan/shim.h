@@ -1,0 +1,1 @@
+#include <hs/hs.h>

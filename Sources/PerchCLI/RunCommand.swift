@@ -1,0 +1,80 @@
+import Dispatch
+import Foundation
+import PerchChat
+import PerchConfig
+import PerchHost
+
+/// `perch run`: starts the host and keeps it running until SIGTERM or SIGINT; SIGHUP, or a change
+/// under `bots/` or to config.yaml, reloads.
+public enum RunCommand {
+    public static func run(_ arguments: [String]) async -> Int32 {
+        let parsed: ParsedArguments
+        do {
+            parsed = try ParsedArguments(arguments, valued: ["config", "log-format", "as", "group", "to", "thread"])
+        } catch {
+            FileHandle.standardError.write(Data("perch: \(error)\n".utf8))
+            return 64
+        }
+        let format = HostLogger.Format(rawValue: parsed.options["log-format"] ?? "text")
+        guard let format else {
+            FileHandle.standardError.write(Data("perch: --log-format is text or json\n".utf8))
+            return 64
+        }
+        let logger = HostLogger(format: format)
+        let configPath = parsed.options["config"] ?? "config.yaml"
+        let loader = ConfigurationLoader(swiftPlugins: Perch.builtInPlugins)
+        let loaded = loader.load(configPath: configPath)
+        for finding in loaded.findings {
+            logger.log(finding.severity == .error ? .error : .warning, finding.description)
+        }
+        guard loaded.isValid else {
+            logger.error("the configuration has errors; nothing started (\(CheckCommand.summary(loaded)))")
+            return 1
+        }
+        logger.info("configuration loaded", ["config": configPath, "summary": CheckCommand.summary(loaded)])
+        let host = BotHost(configuration: loaded, options: BotHost.Options(logger: logger))
+        do {
+            try await host.start()
+        } catch {
+            logger.error("cannot start: \(error)")
+            return 1
+        }
+        if parsed.command == "dry-run" {
+            let code = await dryRun(host, parsed)
+            await host.stop()
+            return code
+        }
+        let signals = SignalWatcher()
+        let watcher = FileWatcher(paths: [configPath, loaded.resolve(loaded.config?.botsDirectory ?? "bots")])
+        while true {
+            switch await signals.next(orFileChange: watcher) {
+            case .stop:
+                await host.stop()
+                return 0
+            case .reload:
+                logger.info("reloading the configuration")
+                await host.reload(loader.load(configPath: configPath))
+            }
+        }
+    }
+
+    static func dryRun(_ host: BotHost, _ parsed: ParsedArguments) async -> Int32 {
+        guard let uid = parsed.options["as"], let text = parsed.positional.first,
+            (parsed.options["group"] == nil) != (parsed.options["to"] == nil)
+        else {
+            FileHandle.standardError.write(
+                Data("perch: dry-run --as UID (--group GUID | --to UID) [--thread ID] \"text\"\n".utf8))
+            return 64
+        }
+        let receiver: Receiver = parsed.options["group"].map(Receiver.group) ?? .user(parsed.options["to"]!)
+        let thread = parsed.options["thread"].flatMap(Int64.init)
+        do {
+            let results = try await host.dryRun(as: uid, to: receiver, thread: thread, text: text)
+            print(results.isEmpty ? "no bot would act" : results.map(\.description).joined(separator: "\n"))
+            return 0
+        } catch {
+            FileHandle.standardError.write(Data("perch: \(error)\n".utf8))
+            return 1
+        }
+    }
+}

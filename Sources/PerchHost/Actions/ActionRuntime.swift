@@ -1,0 +1,178 @@
+import Foundation
+import PerchChat
+import PerchService
+import Synchronization
+
+/// Where every outgoing action of one bot goes: rate limits, loop-guard metadata, muids, metrics.
+final class ActionRuntime: Sendable {
+    let service: ChatService
+    let bus: HostEventBus
+    let metrics: HostMetrics
+    let botName: String
+    let botLimiter: TokenBucket
+    let conversationLimiters: Mutex<[String: TokenBucket]>
+    let perConversationPerMinute: Int
+    let burst: Int
+    let now: @Sendable () -> Double
+
+    init(
+        service: ChatService, bus: HostEventBus, metrics: HostMetrics, botName: String, perMinute: Int, burst: Int,
+        perConversationPerMinute: Int, now: @escaping @Sendable () -> Double
+    ) {
+        self.service = service
+        self.bus = bus
+        self.metrics = metrics
+        self.botName = botName
+        self.botLimiter = TokenBucket(perMinute: perMinute, burst: burst)
+        self.conversationLimiters = Mutex([:])
+        self.perConversationPerMinute = perConversationPerMinute
+        self.burst = burst
+        self.now = now
+    }
+
+    /// Takes a token from the bot's and the conversation's buckets.
+    /// - Throws: `ERR_TOO_MANY_REQUESTS {retryAfter}` when either is empty.
+    func admit(conversation: String?) throws(ChatError) {
+        let time = now()
+        let conversationBucket = conversation.map { key in
+            conversationLimiters.withLock { buckets in
+                if let bucket = buckets[key] { return bucket }
+                let bucket = TokenBucket(
+                    perMinute: perConversationPerMinute, burst: min(burst, max(1, perConversationPerMinute)))
+                buckets[key] = bucket
+                return bucket
+            }
+        }
+        guard botLimiter.take(at: time), conversationBucket?.take(at: time) ?? true else {
+            metrics.increment("perch_rate_limited_actions_total", ["bot": botName])
+            throw ChatError(.tooManyRequests, ["retryAfter": 1])
+        }
+    }
+
+    func send(_ draft: MessageDraft, context: BotContext) async throws(ChatError) -> Message {
+        var draft = draft
+        if draft.muid.isEmpty { draft.muid = context.nextMuid() }
+        draft.metadata = Self.withHops(draft.metadata, hops: LoopGuard.outgoingHops(for: context))
+        try admit(conversation: draft.receiver.conversationId(sender: context.bot.uid))
+        let sent = try await service.send(draft, as: context.bot.uid)
+        metrics.increment("perch_actions_total", ["bot": botName, "action": "send"])
+        return sent
+    }
+
+    func act<T: Sendable>(context: BotContext, _ body: @Sendable (ChatService) async throws -> T)
+        async throws(ChatError) -> T
+    {
+        try admit(conversation: context.message?.conversationId)
+        do {
+            let result = try await body(service)
+            metrics.increment("perch_actions_total", ["bot": botName, "action": "other"])
+            return result
+        } catch let error as ChatError {
+            throw error
+        } catch {
+            throw ChatError(.internalError, ["reason": .string("\(error)")])
+        }
+    }
+
+    static func withHops(_ metadata: JSONValue?, hops: Int) -> JSONValue {
+        var object: [String: JSONValue] = [:]
+        if case .object(let existing)? = metadata { object = existing }
+        object["perch"] = .object(["hops": .number(Double(hops))])
+        return .object(object)
+    }
+}
+
+/// Cuts chains of bots answering bots: every bot message carries `metadata.perch.hops`.
+enum LoopGuard {
+    /// How many bot hops led to `message`: its recorded count, 1 for a bot message without one, 0
+    /// for a person's.
+    static func hops(of message: Message?, senderIsBot: Bool) -> Int {
+        guard let message else { return 0 }
+        if case .number(let hops)? = message.metadata?["perch"]?["hops"] { return Int(hops) }
+        return senderIsBot ? 1 : 0
+    }
+
+    static func outgoingHops(for context: BotContext) -> Int {
+        hops(of: context.message, senderIsBot: context.sender?.isBot ?? false) + 1
+    }
+}
+
+/// A token bucket: `burst` actions at once, refilled at `perMinute`.
+final class TokenBucket: Sendable {
+    private let state: Mutex<(tokens: Double, at: Double?)>
+    let perSecond: Double
+    let capacity: Double
+
+    init(perMinute: Int, burst: Int) {
+        perSecond = Double(perMinute) / 60
+        capacity = Double(max(1, burst))
+        state = Mutex((Double(max(1, burst)), nil))
+    }
+
+    func take(at time: Double) -> Bool {
+        state.withLock { state in
+            if let last = state.at { state.tokens = min(capacity, state.tokens + (time - last) * perSecond) }
+            state.at = time
+            guard state.tokens >= 1 else { return false }
+            state.tokens -= 1
+            return true
+        }
+    }
+}
+
+/// Counters and gauges for `/metrics`, by name and labels.
+public final class HostMetrics: Sendable {
+    private let values = Mutex<[String: Double]>([:])
+
+    public init() {}
+
+    static func key(_ name: String, _ labels: [String: String]) -> String {
+        guard !labels.isEmpty else { return name }
+        let rendered = labels.sorted { $0.key < $1.key }.map { "\($0.key)=\"\($0.value)\"" }.joined(separator: ",")
+        return "\(name){\(rendered)}"
+    }
+
+    public func increment(_ name: String, _ labels: [String: String] = [:], by amount: Double = 1) {
+        values.withLock { $0[Self.key(name, labels), default: 0] += amount }
+    }
+
+    public func set(_ name: String, _ labels: [String: String] = [:], to value: Double) {
+        values.withLock { $0[Self.key(name, labels)] = value }
+    }
+
+    public func value(_ name: String, _ labels: [String: String] = [:]) -> Double {
+        values.withLock { $0[Self.key(name, labels)] ?? 0 }
+    }
+
+    /// Every value, in Prometheus text format.
+    public var prometheusText: String {
+        values.withLock { values in
+            values.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: "\n")
+        }
+    }
+}
+
+/// The host's event bus (seed 001's cross-surface event for plugins). Listeners are registered by
+/// id; registering a duplicate id replaces the earlier listener.
+public final class HostEventBus: Sendable {
+    public enum Event: Sendable, Hashable {
+        case threadSubscriptionChanged(parentMessageId: Int64, uid: String, isSubscribed: Bool)
+    }
+
+    private let listeners = Mutex<[String: @Sendable (Event) async -> Void]>([:])
+
+    public init() {}
+
+    public func register(id: String, _ listener: @escaping @Sendable (Event) async -> Void) {
+        listeners.withLock { $0[id] = listener }
+    }
+
+    public func unregister(id: String) { listeners.withLock { $0[id] = nil } }
+
+    public var listenerIds: [String] { listeners.withLock { Array($0.keys).sorted() } }
+
+    public func publish(_ event: Event) async {
+        let all = listeners.withLock { Array($0.values) }
+        for listener in all { await listener(event) }
+    }
+}

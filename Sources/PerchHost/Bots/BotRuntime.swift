@@ -1,0 +1,308 @@
+import Foundation
+import PerchChat
+import PerchConfig
+import PerchMatch
+import PerchService
+import Synchronization
+
+/// One bot at run time: decides, for each event of its user's stream, which rules fire, and runs
+/// their actions and its plugins' hooks.
+final class BotRuntime: Sendable {
+    let bot: CompiledBot
+    let service: ChatService
+    let matcher: WordListMatcher
+    let matchCache: MatchCache
+    let strings: StringTable
+    let logger: HostLogger
+    let runtime: ActionRuntime
+    let metrics: HostMetrics
+    let maximumHops: Int
+
+    init(
+        bot: CompiledBot, service: ChatService, matcher: WordListMatcher, matchCache: MatchCache, strings: StringTable,
+        logger: HostLogger, runtime: ActionRuntime, metrics: HostMetrics, maximumHops: Int
+    ) {
+        self.bot = bot
+        self.service = service
+        self.matcher = matcher
+        self.matchCache = matchCache
+        self.strings = strings
+        self.logger = logger
+        self.runtime = runtime
+        self.metrics = metrics
+        self.maximumHops = maximumHops
+    }
+
+    var identity: BotIdentity { bot.identity }
+
+    /// What one rule would do for an event (for `perch dry-run` and tests).
+    struct Decision: Sendable {
+        var rule: String
+        var actions: [Action]
+        var captures: [String: String]
+    }
+
+    /// The facts of one event that every rule reads, computed once.
+    struct Facts: Sendable {
+        var event: ChatEvent
+        var message: Message?
+        var sender: User?
+        var senderScope: GroupMemberScope?
+        var parent: Message?
+        var command: (name: String, args: String)?
+        var wordLists: Set<Int>
+        var mentionsBot: Bool
+    }
+
+    /// Whether the bot hears this event at all: never its own doing; in groups, `hears` decides
+    /// which new messages reach it.
+    func hears(_ event: ChatEvent) -> Bool {
+        if let message = event.message, message.sender == identity.uid { return false }
+        if let member = event.member, member.actor == identity.uid { return false }
+        if event.name == .messagePinned || event.name == .messageUnpinned {
+            if event.message?.pinnedBy == identity.uid { return false }
+        }
+        guard let message = event.message, message.receiverType == .group,
+            event.name.isNewMessage || event.name == .messageEdited
+        else { return true }
+        switch bot.configuration.hears {
+        case .all: return true
+        case .commands: return (message.text ?? "").hasPrefix(bot.configuration.commandPrefix)
+        case .mentions: return message.mentionedUids.contains(identity.uid)
+        }
+    }
+
+    func facts(for event: ChatEvent) async -> Facts {
+        let message = event.message
+        var facts = Facts(
+            event: event, message: message, sender: nil, senderScope: nil, parent: nil, command: nil, wordLists: [],
+            mentionsBot: message?.mentionedUids.contains(identity.uid) ?? false)
+        let senderUid = message?.sender ?? event.member?.uid
+        if let senderUid { facts.sender = try? await service.user(senderUid) }
+        if let message, message.receiverType == .group, bot.needsSenderScope {
+            facts.senderScope = try? await service.scope(of: message.sender, in: message.receiverUid)
+        }
+        if let message, message.isReply {
+            facts.parent = try? await service.message(message.parentMessageId, as: identity.uid)
+        }
+        if let text = message?.text, event.name.isNewMessage || event.name == .messageEdited {
+            facts.command = Self.command(in: text, prefix: bot.configuration.commandPrefix)
+            facts.wordLists = matchCache.lists(for: message!, matcher: matcher)
+        }
+        return facts
+    }
+
+    static func command(in text: String, prefix: String) -> (name: String, args: String)? {
+        guard text.hasPrefix(prefix) else { return nil }
+        let body = text.dropFirst(prefix.count)
+        let name = body.prefix { !$0.isWhitespace }
+        guard !name.isEmpty else { return nil }
+        let args = body.dropFirst(name.count).drop { $0.isWhitespace }
+        return (String(name), String(args.reversed().drop { $0.isWhitespace }.reversed()))
+    }
+
+    /// The rules that fire for `facts`, in file order.
+    func decide(_ facts: Facts) -> [Decision] {
+        var decisions: [Decision] = []
+        for rule in bot.rules {
+            guard let captures = matches(rule, facts) else { continue }
+            decisions.append(Decision(rule: rule.name, actions: rule.actions, captures: captures))
+        }
+        return decisions
+    }
+
+    /// nil when the rule does not fire; else its captures.
+    func matches(_ rule: CompiledBot.CompiledRule, _ facts: Facts) -> [String: String]? {
+        let event = facts.event
+        var captures: [String: String] = [:]
+        switch rule.trigger {
+        case .message: guard event.name.isNewMessage else { return nil }
+        case .threadReply: guard event.name.isNewMessage, facts.message?.isReply == true else { return nil }
+        case .mention(let uids):
+            guard event.name.isNewMessage, let message = facts.message else { return nil }
+            let wanted = uids.isEmpty ? [identity.uid] : uids
+            guard !Set(wanted).isDisjoint(with: message.mentionedUids) else { return nil }
+        case .command(let name):
+            guard event.name == .textMessageReceived, let command = facts.command, command.name == name else {
+                return nil
+            }
+            captures["args"] = command.args
+        case .pinned: guard event.name == .messagePinned else { return nil }
+        case .unpinned: guard event.name == .messageUnpinned else { return nil }
+        case .edited: guard event.name == .messageEdited else { return nil }
+        case .deleted: guard event.name == .messageDeleted else { return nil }
+        case .memberJoined:
+            guard event.name == .groupMemberJoined || event.name == .memberAddedToGroup else { return nil }
+        case .schedule, .webhook: return nil
+        }
+        let conditions = rule.conditions
+        let message = facts.message
+        let receiverType = message?.receiverType ?? (event.member != nil ? .group : nil)
+        let guid = message?.receiverType == .group ? message?.receiverUid : event.member?.guid
+        if let groups = conditions.groups {
+            guard let guid, groups.contains(guid) else { return nil }
+        }
+        if let oneOnOne = conditions.oneOnOne {
+            guard let receiverType, (receiverType == .user) == oneOnOne else { return nil }
+        }
+        if let from = conditions.from {
+            guard let sender = message?.sender ?? event.member?.uid, from.contains(sender) else { return nil }
+        }
+        if let scopes = conditions.senderScope {
+            guard let scope = facts.senderScope, scopes.contains(scope) else { return nil }
+        }
+        if let isBot = conditions.senderIsBot {
+            guard (facts.sender?.isBot ?? false) == isBot else { return nil }
+        }
+        if let threaded = conditions.threaded {
+            guard let message, message.isReply == threaded else { return nil }
+        }
+        if let list = rule.wordList {
+            guard facts.wordLists.contains(list) else { return nil }
+        }
+        if let pattern = rule.pattern {
+            guard let text = message?.text, let match = pattern.firstMatch(in: text) else { return nil }
+            captures.merge(match.named) { _, new in new }
+        }
+        return captures
+    }
+
+    /// Handles one event: rules in order, then the plugins' hooks. Errors are logged and counted;
+    /// nothing escapes.
+    func handle(_ event: ChatEvent) async {
+        guard hears(event) else { return }
+        metrics.increment("perch_events_dispatched_total", ["bot": identity.name])
+        let facts = await facts(for: event)
+        if let message = facts.message, facts.sender?.isBot == true,
+            LoopGuard.hops(of: message, senderIsBot: true) >= maximumHops
+        {
+            metrics.increment("perch_bot_loops_cut_total", ["bot": identity.name])
+            logger.info("bot chain cut at \(maximumHops) hops", ["message": String(message.id)])
+            return
+        }
+        for decision in decide(facts) {
+            let context = makeContext(facts, captures: decision.captures)
+            for action in decision.actions {
+                await perform(action, context: context, rule: decision.rule)
+            }
+        }
+        if !bot.plugins.isEmpty {
+            let context = makeContext(facts, captures: [:])
+            for (name, plugin) in bot.plugins.sorted(by: { $0.key < $1.key }) {
+                await guarded(plugin: name) { try await plugin.onEvent(context) }
+            }
+        }
+    }
+
+    func makeContext(_ facts: Facts, captures: [String: String]) -> BotContext {
+        var all = captures
+        if let command = facts.command, all["args"] == nil { all["args"] = command.args }
+        return BotContext(
+            bot: identity, event: facts.event, message: facts.message, parent: facts.parent, sender: facts.sender,
+            captures: all, strings: strings, logger: logger, runtime: runtime, command: facts.command,
+            threadSubscriptionEnabled: bot.threadSubscriptionEnabled)
+    }
+
+    func perform(_ action: Action, context: BotContext, rule: String) async {
+        do {
+            switch action {
+            case .reply(let template): try await context.reply(render(template, context))
+            case .replyInThread(let template): try await context.replyInThread(render(template, context))
+            case .quoteReply(let template): try await context.quoteReply(render(template, context))
+            case .directMessage(let template): try await context.directMessage(render(template, context))
+            case .pin(let asSystem): try await context.pin(asSystem: asSystem)
+            case .unpin: try await context.unpin()
+            case .save: try await context.save()
+            case .subscribe(let who), .unsubscribe(let who):
+                // Seed 001's gate: closed, no subscription call is made through the host.
+                guard bot.threadSubscriptionEnabled else { return }
+                let uid: String? = {
+                    switch who {
+                    case .sender: return context.message?.sender
+                    case .`self`: return identity.uid
+                    case .user(let uid): return uid
+                    }
+                }()
+                if case .subscribe = action {
+                    try await context.subscribe(uid)
+                } else {
+                    try await context.unsubscribe(uid)
+                }
+            case .delete: try await context.delete()
+            case .kick: try await context.kick()
+            case .ban: try await context.ban()
+            case .plugin(let name):
+                guard let plugin = bot.plugins[name] else { return }
+                await guarded(plugin: name) { try await plugin.handle(context) }
+            }
+        } catch {
+            metrics.increment("perch_handler_errors_total", ["bot": identity.name])
+            logger.warning("\(action.name) failed: \(error.code.rawValue) \(error.message)", ["rule": rule])
+        }
+    }
+
+    func guarded(plugin name: String, _ body: @Sendable () async throws -> Void) async {
+        do {
+            try await body()
+        } catch {
+            metrics.increment("perch_handler_errors_total", ["bot": identity.name])
+            logger.warning("plugin \(name) failed: \(error)")
+        }
+    }
+
+    func render(_ template: Template, _ context: BotContext) -> String {
+        template.render { path in
+            switch path.first {
+            case "sender":
+                return path.count == 2 ? (path[1] == "uid" ? context.sender?.uid : context.sender?.name) : nil
+            case "message", "parent":
+                guard let message = path[0] == "message" ? context.message : context.parent, path.count == 2 else {
+                    return nil
+                }
+                switch path[1] {
+                case "id": return String(message.id)
+                case "text": return message.text
+                case "sender": return message.sender
+                default: return nil
+                }
+            case "group":
+                return context.message?.receiverType == .group
+                    ? context.message?.receiverUid : context.event.member?.guid
+            case "strings": return context.strings[path.dropFirst().joined(separator: ".")]
+            case "webhook":
+                var value = context.webhook
+                for key in path.dropFirst() { value = value?[key] }
+                if case .string(let text)? = value { return text }
+                if case .number(let number)? = value {
+                    return number == number.rounded() ? String(Int64(number)) : String(number)
+                }
+                if case .bool(let flag)? = value { return String(flag) }
+                return nil
+            case let name?: return context.captures[name]
+            case nil: return nil
+            }
+        }
+    }
+}
+
+/// Word-list results by message, so several bots seeing one message scan it once.
+final class MatchCache: Sendable {
+    private let entries = Mutex<[MatchKey: Set<Int>]>([:])
+
+    struct MatchKey: Hashable {
+        var id: Int64
+        var editedAt: Int64
+    }
+
+    func lists(for message: Message, matcher: WordListMatcher) -> Set<Int> {
+        guard matcher.listCount > 0, let text = message.text else { return [] }
+        let key = MatchKey(id: message.id, editedAt: message.editedAt)
+        if let cached = entries.withLock({ $0[key] }) { return cached }
+        let result = matcher.matchingLists(in: text)
+        entries.withLock { cache in
+            if cache.count > 4096 { cache.removeAll(keepingCapacity: true) }
+            cache[key] = result
+        }
+        return result
+    }
+}

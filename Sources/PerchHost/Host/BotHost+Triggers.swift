@@ -1,0 +1,126 @@
+import Foundation
+import PerchChat
+import PerchConfig
+import PerchService
+
+extension BotHost {
+    /// Runs the schedule rules due in the minute of `epochSeconds` (UTC). Each firing sends with a
+    /// muid of (bot, rule, minute), so a minute is never posted twice, even across a restart.
+    public func runSchedules(at epochSeconds: Int64) async {
+        let minute = epochSeconds / 60 * 60
+        for runtime in currentRuntimes.values {
+            for rule in runtime.bot.rules {
+                guard case .schedule(let cron, let target) = rule.trigger, let expression = try? CronExpression(cron),
+                    expression.matches(epochSeconds: minute)
+                else { continue }
+                await fire(runtime, rule: rule, target: target, webhook: nil, key: "schedule:\(rule.name):\(minute)")
+            }
+        }
+    }
+
+    /// Delivers a webhook's JSON body to the rules listening on `name`. Returns how many rules fired.
+    @discardableResult
+    public func webhook(_ name: String, body: JSONValue) async -> Int {
+        var fired = 0
+        for runtime in currentRuntimes.values {
+            for rule in runtime.bot.rules {
+                guard case .webhook(let hook, let target) = rule.trigger, hook == name else { continue }
+                fired += 1
+                let key = "webhook:\(rule.name):\(UUID().uuidString)"
+                await fire(runtime, rule: rule, target: target, webhook: body, key: key)
+            }
+        }
+        return fired
+    }
+
+    /// Runs a time- or hook-driven rule: its actions post into the target conversation.
+    func fire(
+        _ runtime: BotRuntime, rule: CompiledBot.CompiledRule, target: Trigger.ScheduleTarget?,
+        webhook: JSONValue?, key: String
+    ) async {
+        let conversation: String
+        var message: Message?
+        switch target {
+        case .group(let guid)?:
+            conversation = ConversationID.group(guid)
+            message = Message(
+                conversationId: conversation, sender: runtime.identity.uid, receiverType: .group, receiverUid: guid)
+        case .user(let uid)?:
+            conversation = ConversationID.user(runtime.identity.uid, uid)
+            message = Message(
+                conversationId: conversation, sender: runtime.identity.uid, receiverType: .user, receiverUid: uid)
+        case nil:
+            conversation = ""
+        }
+        let event = ChatEvent(
+            name: .customMessageReceived, conversationId: conversation, createdAt: options.clock.now())
+        let context = BotContext(
+            bot: runtime.identity, event: event, message: message, parent: nil, sender: nil, captures: [:],
+            strings: runtime.strings, logger: runtime.logger, runtime: runtime.runtime,
+            threadSubscriptionEnabled: runtime.bot.threadSubscriptionEnabled, webhook: webhook,
+            muidPrefix: "perch:\(runtime.identity.name):\(key)")
+        for action in rule.actions {
+            await runtime.perform(action, context: context, rule: rule.name)
+        }
+    }
+
+    func startScheduler() {
+        let clock = options.clock
+        scheduler = Task { [weak self] in
+            var last = clock.now() / 60
+            while !Task.isCancelled {
+                try? await Task.sleep(for: .milliseconds(500))
+                let minute = clock.now() / 60
+                guard minute != last else { continue }
+                last = minute
+                await self?.runSchedules(at: minute * 60)
+            }
+        }
+    }
+
+    /// What the bots would do with a message, without doing it (`perch dry-run`).
+    public func dryRun(as uid: String, to receiver: Receiver, thread: Int64? = nil, text: String) async throws
+        -> [DryRunResult]
+    {
+        guard let service else { throw HostError("the host is not running") }
+        let mentions = try await service.visibleMentions(in: text, receiver: receiver, sender: uid)
+        let message = Message(
+            id: 0, conversationId: receiver.conversationId(sender: uid), sender: uid, receiverType: receiver.type,
+            receiverUid: receiver.id, text: text, mentionedUids: mentions, parentMessageId: thread ?? 0)
+        let event = ChatEvent(
+            name: .textMessageReceived, conversationId: message.conversationId, createdAt: 0,
+            message: message)
+        var results: [DryRunResult] = []
+        for (name, runtime) in currentRuntimes.sorted(by: { $0.key < $1.key }) {
+            let audience: Bool
+            switch receiver {
+            case .group(let guid): audience = try await service.scope(of: runtime.identity.uid, in: guid) != nil
+            case .user(let other): audience = other == runtime.identity.uid
+            }
+            guard audience, runtime.hears(event) else { continue }
+            let facts = await runtime.facts(for: event)
+            for decision in runtime.decide(facts) {
+                let context = runtime.makeContext(facts, captures: decision.captures)
+                let described = decision.actions.map { action -> String in
+                    guard let template = action.template else { return action.name }
+                    return "\(action.name): \(runtime.render(template, context))"
+                }
+                results.append(DryRunResult(bot: name, rule: decision.rule, actions: described))
+            }
+            for plugin in runtime.bot.plugins.keys.sorted() {
+                results.append(
+                    DryRunResult(bot: name, rule: "(plugin hooks)", actions: ["plugin \(plugin) hears the event"]))
+            }
+        }
+        return results
+    }
+}
+
+/// One rule that would fire in a dry run, with its actions rendered.
+public struct DryRunResult: Sendable, Hashable, CustomStringConvertible {
+    public var bot: String
+    public var rule: String
+    public var actions: [String]
+
+    public var description: String { "\(bot) / \(rule):\n" + actions.map { "  - \($0)" }.joined(separator: "\n") }
+}

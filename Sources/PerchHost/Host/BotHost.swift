@@ -1,0 +1,288 @@
+import Foundation
+import PerchChat
+import PerchConfig
+import PerchMatch
+import PerchSQLite
+import PerchService
+import PerchYAML
+import Synchronization
+
+/// The long-running host: opens the chat service, seeds it, runs every bot on its own user's event
+/// stream until stopped, and reloads the configuration on request.
+///
+/// Each bot reads its stream from a durable cursor (`bot:<name>`), one page at a time: events of
+/// one conversation are handled in order, different conversations at once, and the cursor moves
+/// past a page only when all of it is handled. After a crash the page is handled again; sends carry
+/// deterministic muids and the other actions are idempotent, so nothing happens twice.
+public actor BotHost {
+    public enum State: Sendable, Equatable {
+        case idle, starting, running, reloading, stopping, stopped
+    }
+
+    public struct Options: Sendable {
+        /// Overrides `server.dataDirectory` (tests use a temporary directory).
+        public var dataDirectory: String?
+        public var clock: any ChatClock
+        public var logger: HostLogger
+        public var registry: PluginRegistry
+        /// Seconds on a monotonic clock, for rate limits.
+        public var monotonic: @Sendable () -> Double
+        /// Runs schedules from a timer (off in tests, which call ``runSchedules(at:)``).
+        public var schedulesFromTimer: Bool
+
+        public init(
+            dataDirectory: String? = nil, clock: any ChatClock = SystemClock(), logger: HostLogger = HostLogger(),
+            registry: PluginRegistry = .standard, monotonic: @escaping @Sendable () -> Double = BotHost.uptime,
+            schedulesFromTimer: Bool = true
+        ) {
+            self.dataDirectory = dataDirectory
+            self.clock = clock
+            self.logger = logger
+            self.registry = registry
+            self.monotonic = monotonic
+            self.schedulesFromTimer = schedulesFromTimer
+        }
+    }
+
+    public static let uptime: @Sendable () -> Double = {
+        Double(DispatchTime.now().uptimeNanoseconds) / 1_000_000_000
+    }
+
+    public private(set) var state: State = .idle
+    public private(set) var configuration: LoadedConfiguration
+    public let options: Options
+    public let metrics = HostMetrics()
+    public let bus = HostEventBus()
+    public private(set) var service: ChatService?
+    var store: SQLiteChatStore?
+    let runtimes = Mutex<[String: BotRuntime]>([:])
+    var consumers: [String: Task<Void, Never>] = [:]
+    var scheduler: Task<Void, Never>?
+    let matchCache = MatchCache()
+
+    public init(configuration: LoadedConfiguration, options: Options = Options()) {
+        self.configuration = configuration
+        self.options = options
+    }
+
+    var logger: HostLogger { options.logger }
+
+    /// The store path for a configuration.
+    nonisolated func databasePath(_ loaded: LoadedConfiguration) -> String {
+        let directory = options.dataDirectory ?? loaded.resolve(loaded.config?.server.dataDirectory ?? "data")
+        return directory + "/perch.sqlite"
+    }
+
+    /// Starts everything; returns when the host is ready.
+    /// - Throws: ``HostError`` when the configuration is invalid or the store cannot open.
+    public func start() async throws {
+        guard state == .idle else { throw HostError("the host was already started") }
+        state = .starting
+        guard configuration.isValid, let config = configuration.config else {
+            state = .stopped
+            throw HostError(
+                "the configuration has errors: \(configuration.errors.map(\.description).joined(separator: "; "))")
+        }
+        let path = databasePath(configuration)
+        try FileManager.default.createDirectory(
+            atPath: (path as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
+        let store = try SQLiteChatStore(
+            path: path, synchronous: config.storage.synchronous == .full ? .full : .normal)
+        logger.info("store opened", ["path": path, "synchronous": config.storage.synchronous.rawValue])
+        let service = ChatService(
+            store: store, clock: options.clock,
+            settings: ChatSettings(
+                pinsPerConversation: config.limits.pinsPerConversation, savesPerUser: config.limits.savesPerUser,
+                messageTextBytes: config.limits.messageTextBytes, pinEnabled: config.features.pin,
+                saveEnabled: config.features.save, notificationDefaults: config.notifications.preferences),
+            logger: HostChatLogger(logger: logger))
+        self.store = store
+        self.service = service
+        try await seed(config, service)
+        logger.info(
+            "seed applied", ["users": String(config.seed.users.count), "groups": String(config.seed.groups.count)])
+        try await install(configuration, service: service)
+        if options.schedulesFromTimer { startScheduler() }
+        state = .running
+        logger.info("ready", ["bots": String(runtimes.withLock { $0.count })])
+    }
+
+    /// Creates the seed users and groups when absent (idempotent).
+    func seed(_ config: PerchConfiguration, _ service: ChatService) async throws {
+        for user in config.seed.users {
+            _ = try await service.ensureUser(uid: user.uid, name: user.name, role: user.role ?? User.defaultRole)
+        }
+        for group in config.seed.groups {
+            _ = try await service.ensureGroup(
+                guid: group.guid, name: group.name, type: group.type ?? .public,
+                owner: group.owner)
+            for member in group.members ?? [] {
+                try await service.ensureMember(guid: group.guid, uid: member.uid, scope: member.scope ?? .participant)
+            }
+        }
+    }
+
+    /// Compiles the bots, creates their users and memberships, swaps them in and (re)starts consumers.
+    func install(_ loaded: LoadedConfiguration, service: ChatService) async throws {
+        guard let config = loaded.config else { return }
+        let compiled = BotCompiler(registry: options.registry, gate: config.ui.threadSubscription.enabled)
+            .compile(loaded.bots)
+        if !compiled.findings.isEmpty {
+            throw HostError(compiled.findings.map(\.description).joined(separator: "; "))
+        }
+        var fresh: [String: BotRuntime] = [:]
+        for bot in compiled.bots {
+            _ = try await service.ensureUser(
+                uid: bot.identity.uid, name: bot.configuration.user.name, role: User.botRole)
+            for group in bot.configuration.groups {
+                try await service.ensureMember(guid: group.guid, uid: bot.identity.uid, scope: group.scope)
+            }
+            let botLogger = logger.with(["bot": bot.identity.name])
+            let actions = ActionRuntime(
+                service: service, bus: bus, metrics: metrics, botName: bot.identity.name,
+                perMinute: bot.configuration.rateLimit.perMinute, burst: bot.configuration.rateLimit.burst,
+                perConversationPerMinute: bot.configuration.rateLimit.perConversationPerMinute, now: options.monotonic)
+            for (name, plugin) in bot.plugins {
+                (plugin as? ExternalPlugin)?.attach(logger: botLogger, metrics: metrics, bot: bot.identity)
+                bus.register(id: "plugin:\(bot.identity.name):\(name)") { event in
+                    if case .threadSubscriptionChanged(let parent, let uid, let subscribed) = event {
+                        await plugin.onThreadSubscriptionChanged(
+                            parentMessageId: parent, uid: uid, isSubscribed: subscribed)
+                    }
+                }
+            }
+            fresh[bot.identity.name] = BotRuntime(
+                bot: bot, service: service, matcher: compiled.matcher, matchCache: matchCache,
+                strings: config.strings, logger: botLogger, runtime: actions, metrics: metrics,
+                maximumHops: config.limits.botHops)
+            botLogger.info("bot loaded", ["uid": bot.identity.uid, "rules": String(bot.rules.count)])
+        }
+        let previous = runtimes.withLock { current -> [String: BotRuntime] in
+            let old = current
+            current = fresh
+            return old
+        }
+        for (name, runtime) in previous where fresh[name] == nil {
+            consumers.removeValue(forKey: name)?.cancel()
+            for plugin in runtime.bot.plugins.values { (plugin as? ExternalPlugin)?.stop() }
+        }
+        for (name, runtime) in previous where fresh[name] != nil {
+            for plugin in runtime.bot.plugins.values { (plugin as? ExternalPlugin)?.stop() }
+        }
+        for name in fresh.keys where consumers[name] == nil {
+            consumers[name] = Task { [weak self] in await self?.consume(bot: name, service: service) }
+        }
+        configuration = loaded
+    }
+
+    /// Swaps in a new configuration between events. An invalid one is refused and every finding
+    /// logged; the running bots stay.
+    @discardableResult
+    public func reload(_ loaded: LoadedConfiguration) async -> Bool {
+        guard state == .running, let service else { return false }
+        guard loaded.isValid else {
+            for finding in loaded.findings { logger.error(finding.description) }
+            logger.error("reload refused: the configuration has errors; the running configuration stays")
+            return false
+        }
+        state = .reloading
+        defer { if state == .reloading { state = .running } }
+        do {
+            if let config = loaded.config { try await seed(config, service) }
+            try await install(loaded, service: service)
+            logger.info("reloaded", ["bots": String(runtimes.withLock { $0.count })])
+            return true
+        } catch {
+            logger.error("reload failed: \(error); the running configuration stays")
+            return false
+        }
+    }
+
+    /// One bot's consumer loop.
+    nonisolated func consume(bot name: String, service: ChatService) async {
+        let consumer = "bot:\(name)"
+        var cursor = (try? await service.cursor(consumer: consumer)) ?? 0
+        while !Task.isCancelled {
+            guard let runtime = runtimes.withLock({ $0[name] }) else { return }
+            do {
+                let latest = try await service.store.latestEventSequence()
+                let page = try await service.events(for: runtime.identity.uid, after: cursor, limit: 256)
+                if !page.events.isEmpty { await handle(page.events, with: name) }
+                let next = page.scannedThrough > cursor ? page.scannedThrough : latest
+                if next > cursor {
+                    try await service.acknowledge(consumer: consumer, seq: next)
+                    cursor = next
+                    continue
+                }
+                await service.waitForEvents(after: cursor)
+            } catch {
+                guard !Task.isCancelled else { return }
+                options.logger.error("bot \(name) stream failed: \(error); retrying", ["bot": name])
+                try? await Task.sleep(for: .milliseconds(200))
+            }
+        }
+    }
+
+    /// Handles a page: conversations in parallel, each in order. The runtime is read per event, so
+    /// a reload takes effect between events.
+    nonisolated func handle(_ events: [ChatEvent], with name: String) async {
+        var lanes: [String: [ChatEvent]] = [:]
+        var order: [String] = []
+        for event in events {
+            if lanes[event.conversationId] == nil { order.append(event.conversationId) }
+            lanes[event.conversationId, default: []].append(event)
+        }
+        await withTaskGroup(of: Void.self) { group in
+            for conversation in order {
+                let lane = lanes[conversation]!
+                group.addTask {
+                    for event in lane {
+                        guard let runtime = self.runtimes.withLock({ $0[name] }) else { return }
+                        await runtime.handle(event)
+                    }
+                }
+            }
+        }
+    }
+
+    /// Stops gracefully: consumers finish the event in hand (up to `deadline`), cursors are saved,
+    /// plugins stop, the store closes.
+    public func stop(deadline: Duration = .seconds(5)) async {
+        guard state == .running || state == .reloading || state == .starting else { return }
+        state = .stopping
+        logger.info("stopping")
+        scheduler?.cancel()
+        let tasks = Array(consumers.values)
+        consumers.removeAll()
+        for task in tasks { task.cancel() }
+        await withTaskGroup(of: Void.self) { group in
+            group.addTask {
+                for task in tasks { await task.value }
+            }
+            group.addTask { try? await Task.sleep(for: deadline) }
+            await group.next()
+            group.cancelAll()
+        }
+        for runtime in runtimes.withLock({ Array($0.values) }) {
+            for plugin in runtime.bot.plugins.values { (plugin as? ExternalPlugin)?.stop() }
+        }
+        await store?.close()
+        state = .stopped
+        logger.info("stopped")
+    }
+
+    /// The bot runtimes by name (tests, dry runs).
+    var currentRuntimes: [String: BotRuntime] { runtimes.withLock { $0 } }
+}
+
+/// A host failure with a message for the log and the exit code.
+public struct HostError: Error, CustomStringConvertible {
+    public var description: String
+    public init(_ description: String) { self.description = description }
+}
+
+/// The chat service's internal errors, into the host's log.
+struct HostChatLogger: ChatLogger {
+    let logger: HostLogger
+    func error(_ message: String) { logger.error(message) }
+}

@@ -1,0 +1,244 @@
+import PerchChat
+import PerchConfig
+import PerchService
+import Synchronization
+
+/// What a rule's actions and a plugin's hooks act through: the event, the bot, and every action
+/// of the rule vocabulary, made as the bot's user.
+///
+/// Every send gets a deterministic `muid` (bot, event sequence, action index), so after a crash the
+/// host can handle the same event again with no duplicate message; pins, saves and subscriptions
+/// are idempotent anyway.
+public final class BotContext: Sendable {
+    public let bot: BotIdentity
+    public let event: ChatEvent
+    /// The event's message (new, edited, deleted, pinned, ...), nil for group member events.
+    public let message: Message?
+    /// The thread's root when the message is a thread reply.
+    public let parent: Message?
+    /// The sender's user, when known.
+    public let sender: User?
+    /// Named captures of `text_matches`, and `args` for commands.
+    public let captures: [String: String]
+    public let strings: StringTable
+    public let logger: HostLogger
+    public let storage: PluginStorage
+    /// The command of a command message (`!follow 42` → `("follow", "42")`).
+    public let command: (name: String, args: String)?
+    /// Whether thread-subscription commands and controls are on for this bot (seed 001's gate
+    /// ANDed with the bot's `thread_subscription`). Closed, a plugin must not offer them.
+    public let threadSubscriptionEnabled: Bool
+    /// The JSON body of a webhook trigger.
+    public let webhook: JSONValue?
+    let runtime: ActionRuntime
+    private let sends = Mutex(0)
+    private let muidPrefix: String
+
+    init(
+        bot: BotIdentity, event: ChatEvent, message: Message?, parent: Message?, sender: User?,
+        captures: [String: String], strings: StringTable, logger: HostLogger, runtime: ActionRuntime,
+        command: (name: String, args: String)? = nil, threadSubscriptionEnabled: Bool = true, webhook: JSONValue? = nil,
+        muidPrefix: String? = nil
+    ) {
+        self.command = command
+        self.threadSubscriptionEnabled = threadSubscriptionEnabled
+        self.webhook = webhook
+        self.muidPrefix = muidPrefix ?? "perch:\(bot.name):\(event.seq)"
+        self.bot = bot
+        self.event = event
+        self.message = message
+        self.parent = parent
+        self.sender = sender
+        self.captures = captures
+        self.strings = strings
+        self.logger = logger
+        self.runtime = runtime
+        self.storage = PluginStorage(service: runtime.service, bot: bot.name)
+    }
+
+    /// The chat service, for what the actions below do not cover (as the bot's user).
+    public var service: ChatService { runtime.service }
+
+    func nextMuid() -> String {
+        let index = sends.withLock { count -> Int in
+            count += 1
+            return count
+        }
+        return "\(muidPrefix):\(index)"
+    }
+
+    /// The receiver that answers the message: its group, or the other side of a one-on-one.
+    var replyReceiver: Receiver? {
+        guard let message else { return nil }
+        switch message.receiver {
+        case .group: return message.receiver
+        case .user(let uid): return .user(message.sender == bot.uid ? uid : message.sender)
+        }
+    }
+
+    /// Sends `text` in the message's conversation, at the top level.
+    @discardableResult
+    public func reply(_ text: String) async throws(ChatError) -> Message {
+        guard let receiver = replyReceiver else {
+            throw .badRequest("message", "this event has no message to reply to")
+        }
+        return try await runtime.send(MessageDraft(to: receiver, text: text), context: self)
+    }
+
+    /// Sends `text` in the message's thread (the root's, when the message is itself a reply).
+    @discardableResult
+    public func replyInThread(_ text: String) async throws(ChatError) -> Message {
+        guard let receiver = replyReceiver, let message else {
+            throw .badRequest("message", "this event has no message to reply to")
+        }
+        let root = ThreadRules.threadRoot(of: message)
+        return try await runtime.send(MessageDraft(to: receiver, text: text, parentMessageId: root), context: self)
+    }
+
+    /// Quote-replies to the message (in its thread when it is a thread reply). A quote reply cannot
+    /// be quoted (1-depth): then this sends a plain reply and logs why.
+    @discardableResult
+    public func quoteReply(_ text: String) async throws(ChatError) -> Message {
+        guard let receiver = replyReceiver, let message else {
+            throw .badRequest("message", "this event has no message to reply to")
+        }
+        if message.isQuoteReply {
+            logger.info(
+                "quote reply fell back to a plain reply: message \(message.id) is itself a quote reply (1-depth)")
+            return try await runtime.send(
+                MessageDraft(to: receiver, text: text, parentMessageId: message.parentMessageId), context: self)
+        }
+        return try await runtime.send(
+            MessageDraft(
+                to: receiver, text: text, parentMessageId: message.parentMessageId, quotedMessageId: message.id),
+            context: self)
+    }
+
+    /// Sends `text` one-on-one to the message's sender.
+    @discardableResult
+    public func directMessage(_ text: String) async throws(ChatError) -> Message {
+        guard let sender = message?.sender ?? event.member?.uid else {
+            throw .badRequest("message", "this event has no sender")
+        }
+        return try await runtime.send(MessageDraft(to: .user(sender), text: text), context: self)
+    }
+
+    /// Sends any message as the bot.
+    @discardableResult
+    public func send(_ draft: MessageDraft) async throws(ChatError) -> Message {
+        try await runtime.send(draft, context: self)
+    }
+
+    /// Pins the message, as the bot or, for bots with `system: true`, as `app_system`.
+    @discardableResult
+    public func pin(asSystem: Bool = false) async throws(ChatError) -> Message {
+        guard let message else { throw .badRequest("message", "this event has no message") }
+        guard !asSystem || bot.system else {
+            throw ChatError(.permissionDenied, ["reason": "only bots with system: true pin as app_system"])
+        }
+        return try await runtime.act(context: self) { service in
+            try await service.pin(message.id, as: asSystem ? User.system : self.bot.uid)
+        }
+    }
+
+    @discardableResult
+    public func unpin() async throws(ChatError) -> Message {
+        guard let message else { throw .badRequest("message", "this event has no message") }
+        return try await runtime.act(context: self) { service in try await service.unpin(message.id, as: self.bot.uid) }
+    }
+
+    /// Saves the message for the bot's user.
+    @discardableResult
+    public func save() async throws(ChatError) -> Message {
+        guard let message else { throw .badRequest("message", "this event has no message") }
+        return try await runtime.act(context: self) { service in try await service.save(message.id, as: self.bot.uid) }
+    }
+
+    /// Subscribes `uid` (default: the sender) to the thread of `parentMessageId` (default: the
+    /// message's thread). On success the host's event bus hears `threadSubscriptionChanged`.
+    @discardableResult
+    public func subscribe(_ uid: String? = nil, toThread parentMessageId: Int64? = nil) async throws(ChatError)
+        -> Message
+    {
+        try await changeSubscription(uid, parentMessageId, subscribe: true)
+    }
+
+    /// Unsubscribes `uid` (default: the sender) from the thread.
+    @discardableResult
+    public func unsubscribe(_ uid: String? = nil, fromThread parentMessageId: Int64? = nil) async throws(ChatError)
+        -> Message
+    {
+        try await changeSubscription(uid, parentMessageId, subscribe: false)
+    }
+
+    private func changeSubscription(_ uid: String?, _ parentMessageId: Int64?, subscribe: Bool) async throws(ChatError)
+        -> Message
+    {
+        guard let who = uid ?? message?.sender else { throw .badRequest("uid", "nobody to subscribe") }
+        guard let root = parentMessageId ?? message.map(ThreadRules.threadRoot) else {
+            throw .badRequest("parentMessageId", "no thread")
+        }
+        let result = try await runtime.act(context: self) { service in
+            subscribe
+                ? try await service.subscribeToThread(root, as: who)
+                : try await service.unsubscribeFromThread(root, as: who)
+        }
+        await runtime.bus.publish(.threadSubscriptionChanged(parentMessageId: root, uid: who, isSubscribed: subscribe))
+        return result
+    }
+
+    /// Deletes the message (the bot needs moderator scope in a group). Deleting a message that is
+    /// already gone counts as done.
+    public func delete() async throws(ChatError) {
+        guard let message else { throw .badRequest("message", "this event has no message") }
+        do {
+            _ = try await runtime.act(context: self) { service in try await service.delete(message.id, as: self.bot.uid)
+            }
+        } catch {
+            guard error.code == .messageIdNotFound else { throw error }
+        }
+    }
+
+    /// Kicks the sender from the group.
+    public func kick() async throws(ChatError) {
+        guard let message, message.receiverType == .group else { throw .badRequest("message", "not a group message") }
+        do {
+            _ = try await runtime.act(context: self) { service -> Bool in
+                try await service.kick(message.sender, from: message.receiverUid, by: self.bot.uid)
+                return true
+            }
+        } catch {
+            guard error.code == .notAMember else { throw error }
+        }
+    }
+
+    /// Bans the sender from the group.
+    public func ban() async throws(ChatError) {
+        guard let message, message.receiverType == .group else { throw .badRequest("message", "not a group message") }
+        _ = try await runtime.act(context: self) { service -> Bool in
+            try await service.ban(message.sender, from: message.receiverUid, by: self.bot.uid)
+            return true
+        }
+    }
+}
+
+/// Who a bot is.
+public struct BotIdentity: Sendable, Hashable {
+    public var name: String
+    public var uid: String
+    public var system: Bool
+}
+
+/// A bot's own key-value store, persisted in the chat database.
+public struct PluginStorage: Sendable {
+    let service: ChatService
+    let bot: String
+
+    public func value(for key: String) async throws(ChatError) -> String? {
+        try await service.pluginValue(bot: bot, key: key)
+    }
+
+    public func set(_ value: String?, for key: String) async throws(ChatError) {
+        try await service.setPluginValue(bot: bot, key: key, value: value)
+    }
+}

@@ -1,0 +1,155 @@
+import PerchChat
+import PerchConfig
+import PerchYAML
+
+/// A Swift plugin: code a bot runs on its events, configured from its bot file.
+///
+/// A bot lists the plugins it uses under `plugins:`; the host creates one instance per bot from
+/// the entry's `config:` subtree, decoded into ``Configuration`` with located findings. Every hook
+/// has a default that does nothing, so a plugin implements only what it needs. A hook that throws
+/// or takes too long is logged and counted; it never stops other bots.
+///
+/// ```swift
+/// struct Karma: BotPlugin {
+///     static let name = "karma"
+///     struct Configuration: Decodable, Sendable { var emoji: String? }
+///     let configuration: Configuration
+///     init(configuration: Configuration) { self.configuration = configuration }
+///
+///     func onTextMessageReceived(_ context: BotContext) async throws {
+///         guard let text = context.message?.text, text.hasSuffix("++") else { return }
+///         let who = String(text.dropLast(2))
+///         let score = Int(try await context.storage.value(for: who) ?? "0")! + 1
+///         try await context.storage.set(String(score), for: who)
+///         try await context.reply("\(who) has \(score) \(configuration.emoji ?? "points")")
+///     }
+/// }
+/// ```
+public protocol BotPlugin: Sendable {
+    associatedtype Configuration: Decodable & Sendable = NoConfiguration
+
+    /// The name bot files use (`plugins: [{name: karma}]`, `- plugin: karma`).
+    static var name: String { get }
+
+    init(configuration: Configuration) throws
+
+    /// A rule's `plugin: NAME` action fired on this event.
+    func handle(_ context: BotContext) async throws
+
+    /// `onTextMessageReceived`: a new text message the bot can see (after `hears`).
+    func onTextMessageReceived(_ context: BotContext) async throws
+    /// `onMediaMessageReceived`: a new image, video, audio or file message.
+    func onMediaMessageReceived(_ context: BotContext) async throws
+    /// `onCustomMessageReceived`: a new custom message.
+    func onCustomMessageReceived(_ context: BotContext) async throws
+    /// `onMessageEdited`.
+    func onMessageEdited(_ context: BotContext) async throws
+    /// `onMessageDeleted`.
+    func onMessageDeleted(_ context: BotContext) async throws
+    /// `onMessagePinned` (the whole conversation hears it).
+    func onMessagePinned(_ context: BotContext) async throws
+    /// `onMessageUnpinned`.
+    func onMessageUnpinned(_ context: BotContext) async throws
+    /// `onMessageSaved` / `onMessageUnsaved` of the bot's own user, from another session.
+    func onMessageSaved(_ context: BotContext) async throws
+    func onMessageUnsaved(_ context: BotContext) async throws
+    /// Group member events: joined, left, kicked, banned, unbanned, scope changed, added.
+    func onGroupMemberEvent(_ context: BotContext) async throws
+    /// Seed 001's cross-surface event, from the host's event bus: a subscribe or unsubscribe made
+    /// through the host succeeded (never sent on failure).
+    func onThreadSubscriptionChanged(parentMessageId: Int64, uid: String, isSubscribed: Bool) async
+    /// Every event the bot hears. The default calls the hook named after the event; override it to
+    /// take all events in one place.
+    func onEvent(_ context: BotContext) async throws
+}
+
+extension BotPlugin {
+    public func handle(_ context: BotContext) async throws {}
+    public func onTextMessageReceived(_ context: BotContext) async throws {}
+    public func onMediaMessageReceived(_ context: BotContext) async throws {}
+    public func onCustomMessageReceived(_ context: BotContext) async throws {}
+    public func onMessageEdited(_ context: BotContext) async throws {}
+    public func onMessageDeleted(_ context: BotContext) async throws {}
+    public func onMessagePinned(_ context: BotContext) async throws {}
+    public func onMessageUnpinned(_ context: BotContext) async throws {}
+    public func onMessageSaved(_ context: BotContext) async throws {}
+    public func onMessageUnsaved(_ context: BotContext) async throws {}
+    public func onGroupMemberEvent(_ context: BotContext) async throws {}
+    public func onThreadSubscriptionChanged(parentMessageId: Int64, uid: String, isSubscribed: Bool) async {}
+
+    public func onEvent(_ context: BotContext) async throws {
+        switch context.event.name {
+        case .textMessageReceived: try await onTextMessageReceived(context)
+        case .mediaMessageReceived: try await onMediaMessageReceived(context)
+        case .customMessageReceived: try await onCustomMessageReceived(context)
+        case .messageEdited: try await onMessageEdited(context)
+        case .messageDeleted: try await onMessageDeleted(context)
+        case .messagePinned: try await onMessagePinned(context)
+        case .messageUnpinned: try await onMessageUnpinned(context)
+        case .messageSaved: try await onMessageSaved(context)
+        case .messageUnsaved: try await onMessageUnsaved(context)
+        default: try await onGroupMemberEvent(context)
+        }
+    }
+}
+
+/// The configuration of a plugin that takes none.
+public struct NoConfiguration: Decodable, Sendable {
+    public init() {}
+}
+
+/// The Swift plugins a build knows, by name. `PluginRegistry.standard` holds Perch's own.
+public struct PluginRegistry: Sendable {
+    struct Entry: Sendable {
+        let make: @Sendable (ConfigSubtree?, String) -> (plugin: (any BotPlugin)?, findings: [Finding])
+    }
+
+    var entries: [String: Entry] = [:]
+
+    public init() {}
+
+    /// Registers `type` under its name.
+    public mutating func register<P: BotPlugin>(_ type: P.Type) {
+        entries[P.name] = Entry { subtree, path in
+            var configuration: P.Configuration?
+            var findings: [Finding] = []
+            if let node = subtree?.node {
+                let decoded = ConfigDecoder().decode(P.Configuration.self, from: node)
+                configuration = decoded.value
+                findings = decoded.findings.map { finding in
+                    var copy = finding
+                    copy.path = path + (finding.path.isEmpty ? "" : "." + finding.path)
+                    return copy
+                }
+            } else if let empty = try? ConfigDecoder.decodeEmpty(P.Configuration.self) {
+                configuration = empty
+            } else {
+                findings.append(
+                    Finding(
+                        location: SourceLocation(file: "", line: 1, column: 1), path: path,
+                        message: "plugin '\(P.name)' needs a `config` mapping"))
+            }
+            guard findings.isEmpty, let configuration else { return (nil, findings) }
+            do {
+                return (try P(configuration: configuration), [])
+            } catch {
+                let location = subtree?.node.location ?? SourceLocation(file: "", line: 1, column: 1)
+                return (nil, [Finding(location: location, path: path, message: "plugin '\(P.name)': \(error)")])
+            }
+        }
+    }
+
+    public var names: Set<String> { Set(entries.keys) }
+
+    /// Perch's own plugins.
+    public static var standard: PluginRegistry {
+        var registry = PluginRegistry()
+        registry.register(ThreadFollowPlugin.self)
+        return registry
+    }
+
+    func make(_ name: String, config: ConfigSubtree?, path: String) -> (plugin: (any BotPlugin)?, findings: [Finding])?
+    {
+        entries[name]?.make(config, path)
+    }
+}

@@ -1,0 +1,278 @@
+import Foundation
+import PerchChat
+import PerchYAML
+import Synchronization
+
+/// An out-of-process plugin in any language: JSON-RPC 2.0, one JSON object per line, on the
+/// child's stdin and stdout.
+///
+/// The host sends `initialize` once (`{"bot", "config"}`), then one request per event: `event`
+/// for every event the bot hears, `handle` for a rule's `plugin:` action. Params carry `event`
+/// (the listener callback's name, sequence and message as JSON), `bot`, `captures` and `command`.
+/// The result may hold `actions`, a list in the bot-file vocabulary:
+/// `[{"reply": "text"}, {"quote_reply": "text"}, {"pin": {"as": "app_system"}}, "delete"]`.
+///
+/// Supervised: a crash is logged and the plugin restarted with backoff (0.1 s doubling to 10 s); a
+/// request past `timeout_ms` is abandoned and counted, and the child, presumed hung, is killed and
+/// restarted on the next event; lines that are not JSON are logged and skipped. None of it stops
+/// any other bot.
+final class ExternalPlugin: BotPlugin, @unchecked Sendable {
+    typealias Configuration = NoConfiguration
+    static let name = "external"
+
+    let pluginName: String
+    let command: [String]
+    let timeout: Duration
+    let config: JSONValue
+    private let state = Mutex<State>(State())
+    // Set by the host before the first event; read under the lock.
+    private let hooks = Mutex<(logger: HostLogger?, metrics: HostMetrics?, bot: BotIdentity?)>((nil, nil, nil))
+
+    struct State {
+        var process: Process?
+        var input: FileHandle?
+        var nextId = 0
+        var pending: [Int: CheckedContinuation<JSONValue, any Error>] = [:]
+        var restarts = 0
+        var notBefore: ContinuousClock.Instant?
+    }
+
+    struct PluginFailure: Error, CustomStringConvertible {
+        var description: String
+    }
+
+    init(name: String, command: [String], timeoutMilliseconds: Int, config: JSONValue) {
+        pluginName = name
+        self.command = command
+        timeout = .milliseconds(timeoutMilliseconds)
+        self.config = config
+    }
+
+    required convenience init(configuration: NoConfiguration) throws {
+        throw PluginFailure(description: "external plugins are created from `exec`")
+    }
+
+    func attach(logger: HostLogger, metrics: HostMetrics, bot: BotIdentity) {
+        hooks.withLock { $0 = (logger, metrics, bot) }
+    }
+
+    var logger: HostLogger? { hooks.withLock { $0.logger } }
+    var metrics: HostMetrics? { hooks.withLock { $0.metrics } }
+
+    // MARK: Hooks
+
+    func handle(_ context: BotContext) async throws { try await call("handle", context) }
+
+    func onEvent(_ context: BotContext) async throws { try await call("event", context) }
+
+    private func call(_ method: String, _ context: BotContext) async throws {
+        var params: [String: JSONValue] = [
+            "bot": .object(["name": .string(context.bot.name), "uid": .string(context.bot.uid)]),
+            "event": Self.eventJSON(context.event),
+            "captures": .object(context.captures.mapValues(JSONValue.string)),
+        ]
+        if let command = context.command {
+            params["command"] = .object(["name": .string(command.name), "args": .string(command.args)])
+        }
+        let result = try await request(method, params: .object(params))
+        guard case .array(let actions)? = result["actions"] else { return }
+        for action in actions { try await apply(action, context) }
+    }
+
+    private func apply(_ action: JSONValue, _ context: BotContext) async throws {
+        let name: String
+        var argument: JSONValue = .null
+        switch action {
+        case .string(let text): name = text
+        case .object(let object) where object.count == 1:
+            name = object.keys.first!
+            argument = object.values.first!
+        default: throw PluginFailure(description: "an action is a name or a one-key object")
+        }
+        let text = argument.stringValue ?? argument["text"]?.stringValue
+        switch name {
+        case "reply": try await context.reply(try required(text, name))
+        case "reply_in_thread": try await context.replyInThread(try required(text, name))
+        case "quote_reply": try await context.quoteReply(try required(text, name))
+        case "direct_message": try await context.directMessage(try required(text, name))
+        case "pin": try await context.pin(asSystem: argument["as"]?.stringValue == User.system)
+        case "unpin": try await context.unpin()
+        case "save": try await context.save()
+        case "subscribe": try await context.subscribe(argument.stringValue ?? argument["who"]?.stringValue)
+        case "unsubscribe": try await context.unsubscribe(argument.stringValue ?? argument["who"]?.stringValue)
+        case "delete": try await context.delete()
+        case "kick": try await context.kick()
+        case "ban": try await context.ban()
+        default: throw PluginFailure(description: "unknown action '\(name)'")
+        }
+    }
+
+    private func required(_ text: String?, _ action: String) throws -> String {
+        guard let text else { throw PluginFailure(description: "action '\(action)' needs text") }
+        return text
+    }
+
+    // MARK: JSON-RPC
+
+    func request(_ method: String, params: JSONValue) async throws -> JSONValue {
+        let input = try await running()
+        let id = state.withLock { state -> Int in
+            state.nextId += 1
+            return state.nextId
+        }
+        var writer = JSONWriter()
+        writer.raw("{\"jsonrpc\":\"2.0\",\"id\":\(id),\"method\":")
+        writer.string(method)
+        writer.raw(",\"params\":")
+        writer.value(params)
+        writer.raw("}\n")
+        let line = writer.output
+        let timeout = self.timeout
+        return try await withCheckedThrowingContinuation { continuation in
+            state.withLock { $0.pending[id] = continuation }
+            do {
+                try input.write(contentsOf: Data(line.utf8))
+            } catch {
+                fail(id, PluginFailure(description: "cannot write to the plugin: \(error)"))
+                return
+            }
+            Task {
+                try? await Task.sleep(for: timeout)
+                if self.fail(id, PluginFailure(description: "timed out after \(timeout)")) {
+                    self.metrics?.increment("perch_plugin_timeouts_total", ["plugin": self.pluginName])
+                    self.logger?.warning("plugin \(self.pluginName) timed out; restarting it")
+                    self.stop()
+                }
+            }
+        }
+    }
+
+    /// Resumes a pending request with an error; false when it was already answered.
+    @discardableResult
+    private func fail(_ id: Int, _ error: any Error) -> Bool {
+        guard let continuation = state.withLock({ $0.pending.removeValue(forKey: id) }) else { return false }
+        continuation.resume(throwing: error)
+        return true
+    }
+
+    /// The child's stdin, starting (or restarting, after the backoff) the child when needed.
+    private func running() async throws -> FileHandle {
+        if let input = state.withLock({ $0.process?.isRunning == true ? $0.input : nil }) { return input }
+        if let wait = state.withLock({ $0.notBefore }) {
+            let now = ContinuousClock.now
+            if wait > now { try await Task.sleep(until: wait) }
+        }
+        let input = try start()
+        _ = try await request("initialize", params: .object(["config": config, "plugin": .string(pluginName)]))
+        return input
+    }
+
+    private func start() throws -> FileHandle {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = command
+        let stdin = Pipe()
+        let stdout = Pipe()
+        process.standardInput = stdin
+        process.standardOutput = stdout
+        process.standardError = FileHandle.standardError
+        process.terminationHandler = { [weak self] finished in self?.exited(finished) }
+        do {
+            try process.run()
+        } catch {
+            throw PluginFailure(description: "cannot start \(command.joined(separator: " ")): \(error)")
+        }
+        state.withLock { state in
+            state.process = process
+            state.input = stdin.fileHandleForWriting
+        }
+        let reader = Thread { [weak self] in self?.read(stdout.fileHandleForReading, process: process) }
+        reader.name = "perch-plugin-\(pluginName)"
+        reader.start()
+        logger?.info("plugin \(pluginName) started", ["pid": String(process.processIdentifier)])
+        return stdin.fileHandleForWriting
+    }
+
+    private func read(_ handle: FileHandle, process: Process) {
+        var buffer = Data()
+        while true {
+            let chunk = handle.availableData
+            if chunk.isEmpty { return }
+            buffer.append(chunk)
+            while let newline = buffer.firstIndex(of: UInt8(ascii: "\n")) {
+                let line = buffer[buffer.startIndex..<newline]
+                buffer.removeSubrange(buffer.startIndex...newline)
+                receive(Data(line))
+            }
+            if buffer.count > 16 << 20 {
+                logger?.warning("plugin \(pluginName) wrote a line over 16 MiB; dropped")
+                buffer.removeAll()
+            }
+        }
+    }
+
+    private func receive(_ line: Data) {
+        guard let message = try? JSONDecoder().decode(JSONValue.self, from: line), case .object(let object) = message,
+            case .number(let number)? = object["id"]
+        else {
+            logger?.warning("plugin \(pluginName) wrote a line that is not a JSON-RPC response; skipped")
+            metrics?.increment("perch_plugin_garbage_lines_total", ["plugin": pluginName])
+            return
+        }
+        let id = Int(number)
+        guard let continuation = state.withLock({ $0.pending.removeValue(forKey: id) }) else { return }
+        if let error = object["error"] {
+            continuation.resume(
+                throwing: PluginFailure(description: "plugin error: \(error["message"]?.stringValue ?? "?")"))
+        } else {
+            continuation.resume(returning: object["result"] ?? .null)
+        }
+    }
+
+    private func exited(_ process: Process) {
+        let (orphans, delay) = state.withLock { state -> ([CheckedContinuation<JSONValue, any Error>], Double) in
+            guard state.process === process else { return ([], 0) }
+            state.process = nil
+            state.input = nil
+            state.restarts += 1
+            let delay = min(10, 0.1 * pow(2, Double(min(state.restarts - 1, 7))))
+            state.notBefore = ContinuousClock.now + .milliseconds(Int(delay * 1000))
+            let orphans = Array(state.pending.values)
+            state.pending.removeAll()
+            return (orphans, delay)
+        }
+        guard !orphans.isEmpty || delay > 0 else { return }
+        metrics?.increment("perch_plugin_restarts_total", ["plugin": pluginName])
+        logger?.warning(
+            "plugin \(pluginName) exited (status \(process.terminationStatus)); restarting in \(delay) s")
+        for continuation in orphans { continuation.resume(throwing: PluginFailure(description: "the plugin exited")) }
+    }
+
+    /// Stops the child (host shutdown, or a hung child).
+    func stop() {
+        let process = state.withLock { $0.process }
+        if let process, process.isRunning { process.terminate() }
+    }
+
+    // MARK: JSON
+
+    static func eventJSON(_ event: ChatEvent) -> JSONValue {
+        (try? JSONDecoder().decode(JSONValue.self, from: Data(event.json.utf8))) ?? .null
+    }
+
+    /// A YAML subtree as JSON, for the plugin's `initialize`.
+    static func json(of node: YAMLNode) -> JSONValue {
+        switch node.content {
+        case .scalar(let text, let isPlain):
+            guard isPlain else { return .string(text) }
+            if node.isNull { return .null }
+            if let flag = YAMLScalar.bool(text) { return .bool(flag) }
+            if let number = YAMLScalar.integer(text) { return .number(Double(number)) }
+            if let number = YAMLScalar.double(text) { return .number(number) }
+            return .string(text)
+        case .sequence(let items): return .array(items.map(json))
+        case .mapping(let pairs):
+            return .object(Dictionary(pairs.map { ($0.key.scalar ?? "", json(of: $0.value)) }) { first, _ in first })
+        }
+    }
+}

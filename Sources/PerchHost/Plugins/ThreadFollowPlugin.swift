@@ -1,0 +1,101 @@
+import PerchChat
+
+/// `!follow` / `!unfollow`: subscribe or unsubscribe the sender to a thread and answer with seed
+/// 001's copy.
+///
+/// The thread is, in order: the message id given as argument (`!follow 42`); the message quoted by
+/// the command (a quote reply to a top-level message follows that message's thread, replies or
+/// not); the thread the command was sent in. Success answers `THREAD_SUBSCRIBED_TOAST` or
+/// `THREAD_UNSUBSCRIBED_TOAST` (which says notifications come back on reply or mention);
+/// `ERR_MESSAGE_NO_ACCESS` answers `THREAD_UNAVAILABLE`; any other failure
+/// `THREAD_SUBSCRIPTION_FAILED`. With `ui.threadSubscription.enabled: false` or the bot's
+/// `thread_subscription: false` it answers nothing and makes no call.
+///
+/// Rules hand commands to it: `on: {command: follow}` → `- plugin: thread-follow`.
+public struct ThreadFollowPlugin: BotPlugin {
+    public static let name = "thread-follow"
+
+    public struct Configuration: Decodable, Sendable {
+        /// `follow` (default `follow`): the command that subscribes.
+        public var follow: String
+        /// `unfollow` (default `unfollow`): the command that unsubscribes.
+        public var unfollow: String
+
+        enum CodingKeys: String, CodingKey { case follow, unfollow }
+
+        public init(from decoder: any Decoder) throws {
+            let c = try decoder.container(keyedBy: CodingKeys.self)
+            follow = try c.decodeIfPresent(String.self, forKey: .follow) ?? "follow"
+            unfollow = try c.decodeIfPresent(String.self, forKey: .unfollow) ?? "unfollow"
+        }
+    }
+
+    let configuration: Configuration
+
+    public init(configuration: Configuration) {
+        self.configuration = configuration
+    }
+
+    public func handle(_ context: BotContext) async throws {
+        guard context.threadSubscriptionEnabled, let command = context.command, let message = context.message else {
+            return
+        }
+        let subscribe: Bool
+        switch command.name {
+        case configuration.follow: subscribe = true
+        case configuration.unfollow: subscribe = false
+        default: return
+        }
+        let target = try await Self.target(of: message, arguments: command.args, context: context)
+        guard let target else {
+            try await answer(context, in: message, text: context.strings.text("THREAD_FOLLOW_USAGE"))
+            return
+        }
+        do {
+            if subscribe {
+                try await context.subscribe(message.sender, toThread: target)
+            } else {
+                try await context.unsubscribe(message.sender, fromThread: target)
+            }
+            let key = subscribe ? "THREAD_SUBSCRIBED_TOAST" : "THREAD_UNSUBSCRIBED_TOAST"
+            try await answer(context, in: message, thread: target, text: context.strings.text(key))
+        } catch let error as ChatError where error.code == .messageNoAccess || error.code == .messageIdNotFound {
+            try await answer(context, in: message, text: context.strings.text("THREAD_UNAVAILABLE"))
+        } catch {
+            context.logger.warning("thread subscription failed: \(error)")
+            try await answer(context, in: message, text: context.strings.text("THREAD_SUBSCRIPTION_FAILED"))
+        }
+    }
+
+    /// The thread a command points at, or nil when it points at none.
+    static func target(of message: Message, arguments: String, context: BotContext) async throws -> Int64? {
+        if let id = Int64(arguments.split(separator: " ").first ?? ""), id > 0 { return id }
+        if message.isQuoteReply {
+            if let quoted = message.quotedMessage {
+                return quoted.parentMessageId != 0 ? quoted.parentMessageId : quoted.id
+            }
+            return message.quotedMessageId
+        }
+        if message.isReply { return message.parentMessageId }
+        return nil
+    }
+
+    /// Answers in the thread (when it is in the command's conversation) or next to the command.
+    func answer(_ context: BotContext, in message: Message, thread: Int64? = nil, text: String) async throws {
+        if message.isReply || thread == nil {
+            if message.isReply {
+                try await context.replyInThread(text)
+            } else {
+                try await context.reply(text)
+            }
+            return
+        }
+        if let thread, let root = try? await context.service.message(thread, as: context.bot.uid),
+            root.conversationId == message.conversationId, let receiver = context.replyReceiver
+        {
+            try await context.send(MessageDraft(to: receiver, text: text, parentMessageId: root.id))
+        } else {
+            try await context.reply(text)
+        }
+    }
+}

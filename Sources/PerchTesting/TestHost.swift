@@ -1,0 +1,145 @@
+import Foundation
+import PerchChat
+import PerchConfig
+import PerchHost
+import PerchService
+
+/// A Perch host running in-process on a temporary directory, for testing bots and plugins.
+///
+/// ```swift
+/// try await withTestHost(configDirectory: "path/with/config.yaml") { chat in
+///     let question = try await chat.post("hey <@uid:helper>", as: "alice", to: .group("general"))
+///     let answer = try await chat.waitForMessage(in: .group("general")) { $0.quotedMessageId == question.id }
+///     #expect(answer.sender == "helper")
+/// }
+/// ```
+public struct TestChat: Sendable {
+    public let host: BotHost
+    public let service: ChatService
+    public let clock: ManualClock
+    public let directory: String
+
+    /// Posts `text` as `uid`.
+    @discardableResult
+    public func post(_ text: String, as uid: String, to receiver: Receiver, thread: Int64 = 0, quote: Int64 = 0)
+        async throws -> Message
+    {
+        try await service.send(
+            MessageDraft(to: receiver, text: text, parentMessageId: thread, quotedMessageId: quote), as: uid)
+    }
+
+    /// Waits (up to `timeout`) for a message in the conversation that satisfies `predicate`, as seen
+    /// by `viewer` (default: the app).
+    public func waitForMessage(
+        in receiver: Receiver, viewer: String = User.system, timeout: Duration = .seconds(5),
+        where predicate: @escaping @Sendable (Message) -> Bool
+    ) async throws -> Message {
+        try await waitFor(timeout: timeout, "a matching message in \(receiver)") {
+            try await self.messages(in: receiver, viewer: viewer).last(where: predicate)
+        }
+    }
+
+    /// The newest 100 messages of a conversation, oldest first.
+    public func messages(in receiver: Receiver, viewer: String = User.system) async throws -> [Message] {
+        let request: MessagesRequest
+        switch receiver {
+        case .group(let guid): request = MessagesRequest(guid: guid, categories: [.message, .custom], limit: 100)
+        case .user(let uid):
+            request = MessagesRequest(uid: uid, categories: [.message, .custom], limit: 100)
+            return try await service.fetchPrevious(request, as: viewer == User.system ? uid : viewer).messages
+        }
+        return try await service.fetchPrevious(
+            request, as: viewer == User.system ? try await anyMember(of: receiver) : viewer
+        )
+        .messages
+    }
+
+    func anyMember(of receiver: Receiver) async throws -> String {
+        guard case .group(let guid) = receiver else { return receiver.id }
+        let group = try await service.group(guid, as: User.system)
+        return group.owner
+    }
+
+    /// Polls `probe` until it returns a value or `timeout` passes.
+    public func waitFor<T: Sendable>(
+        timeout: Duration = .seconds(5), _ what: String = "the condition",
+        _ probe: @escaping @Sendable () async throws -> T?
+    ) async throws -> T {
+        let deadline = ContinuousClock.now + timeout
+        while true {
+            if let value = try await probe() { return value }
+            guard ContinuousClock.now < deadline else { throw TestHostTimeout(what: what) }
+            try await Task.sleep(for: .milliseconds(10))
+        }
+    }
+
+    /// Waits until every bot has handled every event committed so far.
+    public func settle(timeout: Duration = .seconds(5)) async throws {
+        let latest = try await service.store.latestEventSequence()
+        let names = await host.configuration.bots.filter(\.bot.enabled).map(\.bot.name)
+        for name in names {
+            _ = try await waitFor(timeout: timeout, "bot \(name) to reach event \(latest)") {
+                try await self.service.cursor(consumer: "bot:\(name)") >= latest ? true : nil
+            }
+        }
+    }
+}
+
+/// A wait of the harness that ran out.
+public struct TestHostTimeout: Error, CustomStringConvertible {
+    public var what: String
+    public var description: String { "timed out waiting for \(what)" }
+}
+
+/// Starts a host on a copy of the configuration in a temporary directory, runs `body`, and always
+/// shuts the host down and removes the directory.
+///
+/// - Parameters:
+///   - config: config.yaml's text.
+///   - bots: bot files by name (`"helper.yaml": "..."`).
+///   - registry: the Swift plugins to offer.
+public func withTestHost(
+    config: String, bots: [String: String] = [:], registry: PluginRegistry = .standard,
+    environment: [String: String] = [:], _ body: (TestChat) async throws -> Void
+) async throws {
+    let directory = FileManager.default.temporaryDirectory.appendingPathComponent("perch-host-\(UUID().uuidString)")
+        .path
+    try FileManager.default.createDirectory(atPath: directory + "/bots", withIntermediateDirectories: true)
+    defer { try? FileManager.default.removeItem(atPath: directory) }
+    try config.write(toFile: directory + "/config.yaml", atomically: true, encoding: .utf8)
+    for (name, text) in bots { try text.write(toFile: directory + "/bots/" + name, atomically: true, encoding: .utf8) }
+    try await withTestHost(
+        configPath: directory + "/config.yaml", dataDirectory: directory + "/data", registry: registry,
+        environment: environment, body)
+}
+
+/// Starts a host on an existing configuration (for example the repository's own), with its data in
+/// `dataDirectory` (default: a temporary one), runs `body`, and always shuts the host down.
+public func withTestHost(
+    configPath: String, dataDirectory: String? = nil, registry: PluginRegistry = .standard,
+    environment: [String: String] = [:], _ body: (TestChat) async throws -> Void
+) async throws {
+    let data =
+        dataDirectory
+        ?? FileManager.default.temporaryDirectory.appendingPathComponent("perch-data-\(UUID().uuidString)").path
+    defer { if dataDirectory == nil { try? FileManager.default.removeItem(atPath: data) } }
+    let loaded = ConfigurationLoader(environment: environment, swiftPlugins: registry.names).load(
+        configPath: configPath)
+    guard loaded.isValid else { throw HostError(loaded.findings.map(\.description).joined(separator: "\n")) }
+    let clock = ManualClock(1_800_000_000)
+    let host = BotHost(
+        configuration: loaded,
+        options: BotHost.Options(
+            dataDirectory: data, clock: clock, logger: HostLogger(minimum: .warning, keepInMemory: true),
+            registry: registry, schedulesFromTimer: false))
+    try await host.start()
+    guard let service = await host.service else { throw HostError("the host has no service") }
+    let chat = TestChat(host: host, service: service, clock: clock, directory: data)
+    do {
+        try await body(chat)
+    } catch {
+        await host.stop()
+        throw error
+    }
+    await host.stop()
+}

@@ -1,0 +1,138 @@
+import Foundation
+import PerchChat
+import PerchHost
+import PerchService
+import PerchTesting
+import Testing
+
+let repositoryRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+    .deletingLastPathComponent().path
+
+/// The four behaviours every install shows, end to end on the shipped config.yaml and bots/.
+@Suite struct ShippedBehaviourTests {
+    func withShippedHost(_ body: (TestChat) async throws -> Void) async throws {
+        try await withTestHost(configPath: repositoryRoot + "/config.yaml", body)
+    }
+
+    @Test func theThreadWatcherReactsToThreadedReplies() async throws {
+        try await withShippedHost { chat in
+            let root = try await chat.post("Lunch plans?", as: "alice", to: .group("general"))
+            try await chat.post("Top level, not a reply", as: "carol", to: .group("general"))
+            let reply = try await chat.post("Tacos!", as: "bob", to: .group("general"), thread: root.id)
+            let reaction = try await chat.waitForMessage(in: .group("general")) { $0.sender == "threadwatch" }
+            #expect(reaction.parentMessageId == root.id)
+            #expect(reaction.text == "👀 Bob replied in the thread of “Lunch plans?”.")
+            try await chat.settle()
+            let fromWatcher = try await chat.messages(in: .group("general")).filter { $0.sender == "threadwatch" }
+            #expect(fromWatcher.count == 1)
+            _ = reply
+        }
+    }
+
+    @Test func theAnnouncerPinsAdminPostsAsAppSystem() async throws {
+        try await withShippedHost { chat in
+            let byAdmin = try await chat.post("Office closed Friday", as: "bob", to: .group("announcements"))
+            let byMember = try await chat.post("Thanks!", as: "carol", to: .group("announcements"))
+            let pinned = try await chat.waitFor("the pin") {
+                let message = try await chat.service.message(byAdmin.id, as: "carol")
+                return message.pinnedAt != 0 ? message : nil
+            }
+            #expect(pinned.pinnedBy == "app_system")
+            try await chat.settle()
+            #expect(try await chat.service.message(byMember.id, as: "carol").pinnedAt == 0)
+            let reply = try await chat.post("In the thread", as: "bob", to: .group("announcements"), thread: byAdmin.id)
+            try await chat.settle()
+            #expect(try await chat.service.message(reply.id, as: "carol").pinnedAt == 0)
+        }
+    }
+
+    @Test func theHelperQuoteRepliesToMentions() async throws {
+        try await withShippedHost { chat in
+            let question = try await chat.post(
+                "<@uid:helper> how do I follow a thread?", as: "carol", to: .group("general"))
+            let answer = try await chat.waitForMessage(in: .group("general")) { $0.sender == "helper" }
+            #expect(answer.quotedMessageId == question.id)
+            #expect(answer.text?.hasPrefix("Hi Carol!") == true)
+            // A quote reply cannot be quoted: the helper falls back to a plain reply.
+            let quoting = try await chat.post(
+                "<@uid:helper> and this?", as: "dave", to: .group("general"), quote: question.id)
+            let plain = try await chat.waitForMessage(in: .group("general")) {
+                $0.sender == "helper" && $0.text?.contains("Dave") == true
+            }
+            #expect(plain.quotedMessageId == 0)
+            _ = quoting
+        }
+    }
+
+    @Test func followAndUnfollowInAThreadAnswerWithTheSeedCopy() async throws {
+        try await withShippedHost { chat in
+            let root = try await chat.post("Release notes", as: "alice", to: .group("general"))
+            _ = try await chat.post("!follow", as: "dave", to: .group("general"), thread: root.id)
+            let subscribed = try await chat.waitForMessage(in: .group("general")) { $0.sender == "follow" }
+            #expect(subscribed.text == "Subscribed. You'll be notified about new replies in this thread.")
+            #expect(subscribed.parentMessageId == root.id)
+            #expect(try await chat.service.message(root.id, as: "dave").threadSubscribed)
+
+            _ = try await chat.post("!unfollow", as: "dave", to: .group("general"), thread: root.id)
+            let unsubscribed = try await chat.waitForMessage(in: .group("general")) {
+                $0.sender == "follow" && $0.text?.hasPrefix("Unsubscribed") == true
+            }
+            #expect(unsubscribed.text == "Unsubscribed. Notifications are off until you reply or are mentioned.")
+            #expect(!(try await chat.service.message(root.id, as: "dave").threadSubscribed))
+        }
+    }
+
+    @Test func followByQuoteOrByIdReachesThreadsWithNoReplies() async throws {
+        try await withShippedHost { chat in
+            let quiet = try await chat.post("No replies yet", as: "alice", to: .group("general"))
+            _ = try await chat.post("!follow", as: "carol", to: .group("general"), quote: quiet.id)
+            _ = try await chat.waitForMessage(in: .group("general")) { $0.sender == "follow" }
+            #expect(try await chat.service.message(quiet.id, as: "carol").threadSubscribed)
+
+            let other = try await chat.post("Another", as: "alice", to: .group("general"))
+            _ = try await chat.post("!follow \(other.id)", as: "bob", to: .group("general"))
+            _ = try await chat.waitFor("bob following") {
+                try await chat.service.message(other.id, as: "bob").threadSubscribed ? true : nil
+            }
+            let answer = try await chat.waitForMessage(in: .group("general")) {
+                $0.sender == "follow" && $0.parentMessageId == other.id
+            }
+            #expect(answer.text == "Subscribed. You'll be notified about new replies in this thread.")
+        }
+    }
+
+    @Test func followWorksOneOnOneAndAnswersUnavailableWithoutAccess() async throws {
+        try await withShippedHost { chat in
+            let direct = try await chat.post("note to the bot", as: "dave", to: .user("follow"))
+            _ = try await chat.post("!follow", as: "dave", to: .user("follow"), thread: direct.id)
+            let answer = try await chat.waitForMessage(in: .user("follow"), viewer: "dave") { $0.sender == "follow" }
+            #expect(answer.text == "Subscribed. You'll be notified about new replies in this thread.")
+            #expect(try await chat.service.message(direct.id, as: "dave").threadSubscribed)
+
+            // A thread dave cannot see: a one-on-one between alice and bob.
+            let secret = try await chat.post("private", as: "alice", to: .user("bob"))
+            _ = try await chat.post("!follow \(secret.id)", as: "dave", to: .group("general"))
+            let unavailable = try await chat.waitForMessage(in: .group("general")) { $0.sender == "follow" }
+            #expect(unavailable.text == "You no longer have access to this thread.")
+        }
+    }
+
+    @Test func theModeratorDeletesListedWordsAndWarnsOneOnOne() async throws {
+        try await withShippedHost { chat in
+            let bad = try await chat.post("buy now at scamlink dot com", as: "dave", to: .group("general"))
+            let clean = try await chat.post(
+                "a scamlinked word is not the listed word", as: "dave", to: .group("general"))
+            _ = try await chat.waitFor("the delete") {
+                try await chat.service.message(bad.id, as: "dave").deletedAt != 0 ? true : nil
+            }
+            let deleted = try await chat.service.message(bad.id, as: "dave")
+            #expect(deleted.deletedBy == "moderator")
+            let warning = try await chat.waitForMessage(in: .user("moderator"), viewer: "dave") {
+                $0.sender == "moderator"
+            }
+            #expect(warning.text?.contains("general") == true)
+            try await chat.settle()
+            #expect(try await chat.service.message(clean.id, as: "dave").deletedAt == 0)
+        }
+    }
+}

@@ -58,7 +58,7 @@ final class BotRuntime: Sendable {
     /// which new messages reach it.
     func hears(_ event: ChatEvent) -> Bool {
         if let message = event.message, message.sender == identity.uid { return false }
-        if let member = event.member, member.actor == identity.uid { return false }
+        if let member = event.member, member.actor == identity.uid || member.uid == identity.uid { return false }
         if event.name == .messagePinned || event.name == .messageUnpinned {
             if event.message?.pinnedBy == identity.uid { return false }
         }
@@ -180,27 +180,28 @@ final class BotRuntime: Sendable {
             logger.info("bot chain cut at \(maximumHops) hops", ["message": String(message.id)])
             return
         }
+        let sends = SendCounter()
         for decision in decide(facts) {
-            let context = makeContext(facts, captures: decision.captures)
+            let context = makeContext(facts, captures: decision.captures, sends: sends)
             for action in decision.actions {
                 await perform(action, context: context, rule: decision.rule)
             }
         }
         if !bot.plugins.isEmpty {
-            let context = makeContext(facts, captures: [:])
+            let context = makeContext(facts, captures: [:], sends: sends)
             for (name, plugin) in bot.plugins.sorted(by: { $0.key < $1.key }) {
                 await guarded(plugin: name) { try await plugin.onEvent(context) }
             }
         }
     }
 
-    func makeContext(_ facts: Facts, captures: [String: String]) -> BotContext {
+    func makeContext(_ facts: Facts, captures: [String: String], sends: SendCounter = SendCounter()) -> BotContext {
         var all = captures
         if let command = facts.command, all["args"] == nil { all["args"] = command.args }
         return BotContext(
             bot: identity, event: facts.event, message: facts.message, parent: facts.parent, sender: facts.sender,
             captures: all, strings: strings, logger: logger, runtime: runtime, command: facts.command,
-            threadSubscriptionEnabled: bot.threadSubscriptionEnabled)
+            threadSubscriptionEnabled: bot.threadSubscriptionEnabled, sends: sends)
     }
 
     func perform(_ action: Action, context: BotContext, rule: String) async {

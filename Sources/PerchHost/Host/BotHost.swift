@@ -169,6 +169,12 @@ public actor BotHost {
         for (name, runtime) in previous where fresh[name] != nil {
             for plugin in runtime.bot.plugins.values { (plugin as? ExternalPlugin)?.stop() }
         }
+        // A bot new to this database starts at the present: it does not replay history from before
+        // it existed (its cursor is then saved, so a restart resumes where it stopped).
+        let latest = try await service.store.latestEventSequence()
+        for name in fresh.keys where try await service.cursor(consumer: "bot:\(name)") == 0 {
+            try await service.acknowledge(consumer: "bot:\(name)", seq: latest)
+        }
         for name in fresh.keys where consumers[name] == nil {
             consumers[name] = Task { [weak self] in await self?.consume(bot: name, service: service) }
         }

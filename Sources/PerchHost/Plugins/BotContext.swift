@@ -31,15 +31,17 @@ public final class BotContext: Sendable {
     /// The JSON body of a webhook trigger.
     public let webhook: JSONValue?
     let runtime: ActionRuntime
-    private let sends = Mutex(0)
+    /// Shared by every context of one event, so each send of the event gets its own index.
+    private let sends: SendCounter
     private let muidPrefix: String
 
     init(
         bot: BotIdentity, event: ChatEvent, message: Message?, parent: Message?, sender: User?,
         captures: [String: String], strings: StringTable, logger: HostLogger, runtime: ActionRuntime,
         command: (name: String, args: String)? = nil, threadSubscriptionEnabled: Bool = true, webhook: JSONValue? = nil,
-        muidPrefix: String? = nil
+        muidPrefix: String? = nil, sends: SendCounter = SendCounter()
     ) {
+        self.sends = sends
         self.command = command
         self.threadSubscriptionEnabled = threadSubscriptionEnabled
         self.webhook = webhook
@@ -60,16 +62,14 @@ public final class BotContext: Sendable {
     public var service: ChatService { runtime.service }
 
     func nextMuid() -> String {
-        let index = sends.withLock { count -> Int in
-            count += 1
-            return count
-        }
+        let index = sends.next()
         return "\(muidPrefix):\(index)"
     }
 
-    /// The receiver that answers the message: its group, or the other side of a one-on-one.
+    /// The receiver that answers the message: its group, or the other side of a one-on-one; for a
+    /// group member event, the group.
     var replyReceiver: Receiver? {
-        guard let message else { return nil }
+        guard let message else { return event.member.map { .group($0.guid) } }
         switch message.receiver {
         case .group: return message.receiver
         case .user(let uid): return .user(message.sender == bot.uid ? uid : message.sender)
@@ -240,5 +240,17 @@ public struct PluginStorage: Sendable {
 
     public func set(_ value: String?, for key: String) async throws(ChatError) {
         try await service.setPluginValue(bot: bot, key: key, value: value)
+    }
+}
+
+/// Numbers the sends made while handling one event (for their deterministic muids).
+final class SendCounter: Sendable {
+    private let count = Mutex(0)
+
+    func next() -> Int {
+        count.withLock { value in
+            value += 1
+            return value
+        }
     }
 }

@@ -1,0 +1,264 @@
+import PerchChat
+import PerchHost
+import PerchService
+import PerchTesting
+import Testing
+
+/// Every trigger, condition and action of the bot-file vocabulary.
+@Suite struct TriggerTests {
+    @Test func messageAndThreadReply() async throws {
+        let rules = """
+              - on: message
+                do: [{ reply: "m:{message.text}" }]
+              - on: thread_reply
+                do: [{ reply: "t:{message.text}<{parent.text}" }]
+            """
+        try await withTestHost(config: hostConfig, bots: ["b.yaml": botFile(rules)]) { chat in
+            let root = try await chat.post("root", as: "carol", to: .group("room"))
+            try await chat.post("reply", as: "carol", to: .group("room"), thread: root.id)
+            let texts = try await chat.botMessages(in: .group("room")).compactMap(\.text)
+            #expect(texts == ["m:root", "m:reply", "t:reply<root"])
+        }
+    }
+
+    @Test func mentionOfTheBotOrOfListedUsers() async throws {
+        let rules = """
+              - on: mention
+                do: [{ reply: "me" }]
+              - on: { mention: [bob] }
+                do: [{ reply: "bob" }]
+            """
+        try await withTestHost(config: hostConfig, bots: ["b.yaml": botFile(rules)]) { chat in
+            try await chat.post("hi <@uid:bot>", as: "carol", to: .group("room"))
+            try await chat.post("hi <@uid:bob>", as: "carol", to: .group("room"))
+            try await chat.post("hi nobody", as: "carol", to: .group("room"))
+            #expect(try await chat.botMessages(in: .group("room")).compactMap(\.text) == ["me", "bob"])
+        }
+    }
+
+    @Test func commandsWithArguments() async throws {
+        let rules = """
+              - on: { command: ping }
+                do: [{ reply: "pong {args}" }]
+            """
+        try await withTestHost(config: hostConfig, bots: ["b.yaml": botFile(rules, extra: "command_prefix: \"!\"")]) {
+            chat in
+            try await chat.post("!ping 42", as: "carol", to: .group("room"))
+            try await chat.post("!pingpong", as: "carol", to: .group("room"))
+            try await chat.post("ping 1", as: "carol", to: .group("room"))
+            try await chat.post("!ping", as: "carol", to: .group("room"))
+            #expect(try await chat.botMessages(in: .group("room")).compactMap(\.text) == ["pong 42", "pong "])
+        }
+    }
+
+    @Test func pinnedUnpinnedEditedDeletedAndMemberJoined() async throws {
+        let rules = """
+              - on: pinned
+                do: [{ reply: "pinned {message.id}" }]
+              - on: unpinned
+                do: [{ reply: "unpinned" }]
+              - on: edited
+                do: [{ reply: "edited to {message.text}" }]
+              - on: deleted
+                do: [{ reply: "deleted" }]
+              - on: member_joined
+                when: { groups: [other] }
+                do: [{ reply: "welcome" }]
+            """
+        try await withTestHost(config: hostConfig, bots: ["b.yaml": botFile(rules)]) { chat in
+            let message = try await chat.post("x", as: "carol", to: .group("room"))
+            _ = try await chat.service.pin(message.id, as: "bob")
+            _ = try await chat.service.unpin(message.id, as: "bob")
+            _ = try await chat.service.edit(message.id, text: "y", as: "carol")
+            _ = try await chat.service.delete(message.id, as: "carol")
+            _ = try await chat.service.join("other", as: "bob")
+            #expect(try await chat.botMessages(in: .group("room")).compactMap(\.text) == [
+                "pinned \(message.id)", "unpinned", "edited to y", "deleted",
+            ])
+            let welcomes = try await chat.botMessages(in: .group("other")).compactMap(\.text)
+            #expect(welcomes == ["welcome"])
+        }
+    }
+
+    @Test func schedulesRunOnTheManualClock() async throws {
+        let rules = """
+              - name: standup
+                on: { schedule: "30 9 * * 1-5", group: room }
+                do: [{ reply: "Standup time" }]
+            """
+        try await withTestHost(config: hostConfig, bots: ["b.yaml": botFile(rules)]) { chat in
+            let monday0930: Int64 = 1_796_031_000
+            await chat.host.runSchedules(at: monday0930 - 60)
+            await chat.host.runSchedules(at: monday0930 + 15)
+            await chat.host.runSchedules(at: monday0930 + 30)  // the same minute again: no second post
+            await chat.host.runSchedules(at: monday0930 + 5 * 86_400)  // Saturday
+            let texts = try await chat.botMessages(in: .group("room")).compactMap(\.text)
+            #expect(texts == ["Standup time"])
+        }
+    }
+
+    @Test func webhooksTemplateTheirBody() async throws {
+        let rules = """
+              - on: { webhook: deploy, group: room }
+                do: [{ reply: "Deployed {webhook.version} by {webhook.who.name}" }]
+            """
+        try await withTestHost(config: hostConfig, bots: ["b.yaml": botFile(rules)]) { chat in
+            let fired = await chat.host.webhook(
+                "deploy", body: .object(["version": .string("1.2"), "who": .object(["name": .string("CI")])]))
+            #expect(fired == 1)
+            #expect(await chat.host.webhook("unknown", body: .null) == 0)
+            let texts = try await chat.botMessages(in: .group("room")).compactMap(\.text)
+            #expect(texts == ["Deployed 1.2 by CI"])
+        }
+    }
+}
+
+@Suite struct ConditionTests {
+    @Test func groupsOneOnOneFromScopeBotThreadedAndText() async throws {
+        let rules = """
+              - on: message
+                when: { groups: [other] }
+                do: [{ reply: "groups" }]
+              - on: message
+                when: { one_on_one: true }
+                do: [{ reply: "dm" }]
+              - on: message
+                when: { from: [bob], groups: [room] }
+                do: [{ reply: "from bob" }]
+              - on: message
+                when: { sender_scope: [owner, admin], groups: [room] }
+                do: [{ reply: "admin" }]
+              - on: message
+                when: { threaded: true }
+                do: [{ reply: "threaded" }]
+              - on: message
+                when: { text_matches: "#(?<ticket>[0-9]+)" }
+                do: [{ reply: "ticket {ticket}" }]
+              - on: message
+                when: { contains_words: [Spam, "bad word"] }
+                do: [{ reply: "words" }]
+            """
+        try await withTestHost(config: hostConfig, bots: ["b.yaml": botFile(rules)]) { chat in
+            try await chat.post("plain", as: "carol", to: .group("other"))
+            try await chat.post("hello", as: "carol", to: .user("bot"))
+            try await chat.post("hi", as: "bob", to: .group("room"))
+            let root = try await chat.post("see #42", as: "carol", to: .group("room"))
+            try await chat.post("so SPAM. and a Bad Word", as: "carol", to: .group("room"), thread: root.id)
+            try await chat.post("spammer is not spam-free", as: "carol", to: .group("room"))
+            #expect(try await chat.botMessages(in: .group("other")).compactMap(\.text) == ["groups"])
+            #expect(try await chat.botMessages(in: .user("bot"), viewer: "carol").compactMap(\.text) == ["dm"])
+            let room = try await chat.botMessages(in: .group("room")).compactMap(\.text)
+            #expect(room == ["from bob", "admin", "ticket 42", "threaded", "words", "words"])
+        }
+    }
+
+    @Test func senderIsBotAndHears() async throws {
+        let other = """
+            name: echo
+            user: { uid: echo, name: Echo }
+            groups: [room]
+            hears: mentions
+            rules:
+              - on: message
+                when: { sender_is_bot: false }
+                do: [{ reply: "echo heard" }]
+            """
+        let rules = """
+              - on: message
+                when: { sender_is_bot: true }
+                do: [{ reply: "a bot spoke" }]
+            """
+        try await withTestHost(config: hostConfig, bots: ["b.yaml": botFile(rules), "echo.yaml": other]) { chat in
+            try await chat.post("no mention", as: "carol", to: .group("room"))
+            try await chat.post("hey <@uid:echo>", as: "carol", to: .group("room"))
+            #expect(try await chat.botMessages(in: .group("room"), bot: "echo").compactMap(\.text) == ["echo heard"])
+            #expect(try await chat.botMessages(in: .group("room")).compactMap(\.text) == ["a bot spoke"])
+        }
+    }
+}
+
+@Suite struct ActionTests {
+    @Test func repliesOfEveryKind() async throws {
+        let rules = """
+              - on: { command: all }
+                do:
+                  - reply: "plain"
+                  - reply_in_thread: "in thread"
+                  - quote_reply: "quoted"
+                  - direct_message: "private"
+            """
+        try await withTestHost(config: hostConfig, bots: ["b.yaml": botFile(rules)]) { chat in
+            let root = try await chat.post("root", as: "carol", to: .group("room"))
+            let command = try await chat.post("!all", as: "carol", to: .group("room"), thread: root.id)
+            let messages = try await chat.botMessages(in: .group("room"))
+            #expect(messages.map(\.text) == ["plain", "in thread", "quoted"])
+            #expect(messages[0].parentMessageId == 0)
+            #expect(messages[1].parentMessageId == root.id)
+            #expect(messages[2].quotedMessageId == command.id && messages[2].parentMessageId == root.id)
+            let direct = try await chat.botMessages(in: .user("bot"), viewer: "carol")
+            #expect(direct.map(\.text) == ["private"])
+        }
+    }
+
+    @Test func pinSaveSubscribeDeleteKickBan() async throws {
+        let rules = """
+              - on: { command: pin }
+                do: [{ pin: { as: app_system } }, save, { subscribe: sender }, { subscribe: self }]
+              - on: { command: unpin }
+                do: [unpin, { unsubscribe: sender }]
+              - on: { command: kick }
+                do: [delete, kick]
+              - on: { command: ban }
+                do: [ban]
+            """
+        try await withTestHost(config: hostConfig, bots: ["b.yaml": botFile(rules)]) { chat in
+            let pin = try await chat.post("!pin", as: "carol", to: .group("room"))
+            try await chat.settle()
+            let pinned = try await chat.service.message(pin.id, as: "carol")
+            #expect(pinned.pinnedBy == "app_system" && pinned.threadSubscribed)
+            #expect(try await chat.service.message(pin.id, as: "bot").savedAt != 0)
+            #expect(try await chat.service.message(pin.id, as: "bot").threadSubscribed)
+            try await chat.post("!unpin", as: "carol", to: .group("room"), quote: 0)
+            try await chat.settle()
+            let kick = try await chat.post("!kick", as: "carol", to: .group("other"))
+            try await chat.settle()
+            #expect(try await chat.service.message(kick.id, as: "alice").deletedAt != 0)
+            #expect(try await chat.service.scope(of: "carol", in: "other") == nil)
+            try await chat.post("!ban", as: "carol", to: .group("room"))
+            try await chat.settle()
+            #expect(try await chat.service.bannedUsers(of: "room", as: "alice") == ["carol"])
+        }
+    }
+
+    @Test func theThreadSubscriptionGateTurnsCommandsOffButNotAutomaticSubscription() async throws {
+        let closed = hostConfig + "\nui:\n  threadSubscription:\n    enabled: false\n"
+        let follow = """
+            name: f
+            user: { uid: follow, name: Follow }
+            groups: [room]
+            plugins: [{ name: thread-follow }]
+            rules:
+              - on: { command: follow }
+                do: [{ plugin: thread-follow }]
+              - on: { command: sub }
+                do: [{ subscribe: sender }]
+            """
+        try await withTestHost(config: closed, bots: ["f.yaml": follow]) { chat in
+            let root = try await chat.post("root", as: "alice", to: .group("room"))
+            try await chat.post("!follow", as: "carol", to: .group("room"), thread: root.id)
+            let quiet = try await chat.post("quiet root", as: "alice", to: .group("room"))
+            try await chat.post("!sub", as: "bob", to: .group("room"), quote: quiet.id)
+            try await chat.settle()
+            #expect(try await chat.botMessages(in: .group("room"), bot: "follow").isEmpty)
+            #expect(!(try await chat.service.message(quiet.id, as: "bob").threadSubscribed))
+            // The server's automatic subscription goes on: carol replied in the thread.
+            #expect(try await chat.service.message(root.id, as: "carol").threadSubscribed)
+        }
+        // The per-bot flag alone does the same.
+        try await withTestHost(config: hostConfig, bots: ["f.yaml": follow + "\nthread_subscription: false\n"]) { chat in
+            let root = try await chat.post("root", as: "alice", to: .group("room"))
+            try await chat.post("!follow", as: "carol", to: .group("room"), thread: root.id)
+            #expect(try await chat.botMessages(in: .group("room"), bot: "follow").isEmpty)
+        }
+    }
+}

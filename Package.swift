@@ -42,6 +42,8 @@ let package = Package(
                 "PerchConfig", "PerchService", "PerchSQLite", "PerchChat", "PerchMatch", "PerchRegex", "PerchYAML",
             ]
         ),
+        // Example plugins, loaded and run by the tests (examples/plugins holds the Python one).
+        .target(name: "PerchExamplePlugins", dependencies: ["PerchHost", "PerchChat"]),
         // The test harness for plugin authors: a host in-process on a temporary directory.
         .target(name: "PerchTesting", dependencies: ["PerchHost", "PerchConfig", "PerchService", "PerchChat"]),
         // The commands, thin: each builds a frontend, runs it, turns failure into an exit code.
@@ -66,7 +68,9 @@ let package = Package(
             name: "PerchHostTests",
             dependencies: [
                 "PerchHost", "PerchTesting", "PerchConfig", "PerchService", "PerchChat", "PerchMatch", "PerchCLI",
-            ]
+                "PerchSQLite", "perch", "PerchExamplePlugins",
+            ],
+            resources: [.copy("Fixtures")]
         ),
         .testTarget(
             name: "PerchServiceTests", dependencies: ["PerchService", "PerchSQLite", "PerchChat", "PerchStoreProbe"]),

@@ -116,10 +116,27 @@ public final class SQLiteChatStore: ChatStore {
         return ConnectionBox(connection: connection)
     }
 
-    public func latestEventSequence() async throws -> Int64 { notifier.latest }
+    /// The newest committed event, read from the database: other processes (another host on the
+    /// same file, the crash test's writer) commit too.
+    public func latestEventSequence() async throws -> Int64 {
+        let latest = try await read { tx in try (tx as? SQLiteTransaction)?.latestSequence() ?? 0 }
+        notifier.advance(to: latest)
+        return latest
+    }
 
-    /// Waits until an event after `seq` is committed, or the store closes.
-    public func waitForEvents(after seq: Int64) async { await notifier.wait(after: seq) }
+    /// Waits until an event after `seq` is committed in this process, the store closes, or
+    /// `pollInterval` passes (so commits by other processes are seen too).
+    public func waitForEvents(after seq: Int64) async {
+        await withTaskGroup(of: Void.self) { group in
+            group.addTask { await self.notifier.wait(after: seq) }
+            group.addTask { try? await Task.sleep(for: self.pollInterval) }
+            await group.next()
+            group.cancelAll()
+        }
+    }
+
+    /// How often a waiting consumer looks for commits made by other processes.
+    public var pollInterval: Duration { .milliseconds(250) }
 
     public func close() async {
         writer.close()

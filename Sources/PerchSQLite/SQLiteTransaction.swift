@@ -588,6 +588,10 @@ final class SQLiteTransaction: ChatWriteTransaction {
         }
     }
 
+    func latestSequence() throws -> Int64 {
+        try db.scalar("SELECT coalesce(max(seq), 0) FROM events") ?? 0
+    }
+
     func cursor(consumer: String) throws -> Int64? {
         try db.scalar("SELECT seq FROM cursors WHERE consumer = ?", [.text(consumer)])
     }

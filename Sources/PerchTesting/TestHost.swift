@@ -19,6 +19,9 @@ public struct TestChat: Sendable {
     public let clock: ManualClock
     public let directory: String
 
+    /// The host's log records so far (the last 1,000), for assertions.
+    public var log: [String] { get async { await host.options.logger.records } }
+
     /// Posts `text` as `uid`.
     @discardableResult
     public func post(_ text: String, as uid: String, to receiver: Receiver, thread: Int64 = 0, quote: Int64 = 0)
@@ -130,7 +133,7 @@ public func withTestHost(
     let host = BotHost(
         configuration: loaded,
         options: BotHost.Options(
-            dataDirectory: data, clock: clock, logger: HostLogger(minimum: .warning, keepInMemory: true),
+            dataDirectory: data, clock: clock, logger: HostLogger(minimum: .info, keepInMemory: true, sink: { _ in }),
             registry: registry, schedulesFromTimer: false))
     try await host.start()
     guard let service = await host.service else { throw HostError("the host has no service") }

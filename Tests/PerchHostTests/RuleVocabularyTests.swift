@@ -72,9 +72,10 @@ import Testing
             _ = try await chat.service.edit(message.id, text: "y", as: "carol")
             _ = try await chat.service.delete(message.id, as: "carol")
             _ = try await chat.service.join("other", as: "bob")
-            #expect(try await chat.botMessages(in: .group("room")).compactMap(\.text) == [
-                "pinned \(message.id)", "unpinned", "edited to y", "deleted",
-            ])
+            #expect(
+                try await chat.botMessages(in: .group("room")).compactMap(\.text) == [
+                    "pinned \(message.id)", "unpinned", "edited to y", "deleted",
+                ])
             let welcomes = try await chat.botMessages(in: .group("other")).compactMap(\.text)
             #expect(welcomes == ["welcome"])
         }
@@ -255,7 +256,8 @@ import Testing
             #expect(try await chat.service.message(root.id, as: "carol").threadSubscribed)
         }
         // The per-bot flag alone does the same.
-        try await withTestHost(config: hostConfig, bots: ["f.yaml": follow + "\nthread_subscription: false\n"]) { chat in
+        try await withTestHost(config: hostConfig, bots: ["f.yaml": follow + "\nthread_subscription: false\n"]) {
+            chat in
             let root = try await chat.post("root", as: "alice", to: .group("room"))
             try await chat.post("!follow", as: "carol", to: .group("room"), thread: root.id)
             #expect(try await chat.botMessages(in: .group("room"), bot: "follow").isEmpty)

@@ -32,6 +32,8 @@ struct CompiledBot: Sendable {
 struct BotCompiler {
     let registry: PluginRegistry
     let gate: Bool
+    /// Where external plugins run (the configuration's directory), so `exec` paths resolve there.
+    var workingDirectory: String? = nil
 
     struct Output: Sendable {
         var bots: [CompiledBot]
@@ -63,7 +65,8 @@ struct BotCompiler {
                 if let exec = reference.exec {
                     plugins[reference.name] = ExternalPlugin(
                         name: reference.name, command: exec, timeoutMilliseconds: reference.timeoutMilliseconds,
-                        config: reference.config.map { ExternalPlugin.json(of: $0.node) } ?? .object([:]))
+                        config: reference.config.map { ExternalPlugin.json(of: $0.node) } ?? .object([:]),
+                        workingDirectory: workingDirectory)
                 } else if let made = registry.make(reference.name, config: reference.config, path: path) {
                     findings += made.findings.map { finding in
                         var copy = finding

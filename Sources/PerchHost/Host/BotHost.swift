@@ -125,8 +125,10 @@ public actor BotHost {
     /// Compiles the bots, creates their users and memberships, swaps them in and (re)starts consumers.
     func install(_ loaded: LoadedConfiguration, service: ChatService) async throws {
         guard let config = loaded.config else { return }
-        let compiled = BotCompiler(registry: options.registry, gate: config.ui.threadSubscription.enabled)
-            .compile(loaded.bots)
+        let compiled = BotCompiler(
+            registry: options.registry, gate: config.ui.threadSubscription.enabled,
+            workingDirectory: loaded.baseDirectory.isEmpty ? nil : loaded.baseDirectory
+        ).compile(loaded.bots)
         if !compiled.findings.isEmpty {
             throw HostError(compiled.findings.map(\.description).joined(separator: "; "))
         }

@@ -41,7 +41,11 @@ final class ExternalPlugin: BotPlugin, @unchecked Sendable {
         var description: String
     }
 
-    init(name: String, command: [String], timeoutMilliseconds: Int, config: JSONValue) {
+    let workingDirectory: String?
+
+    init(name: String, command: [String], timeoutMilliseconds: Int, config: JSONValue, workingDirectory: String? = nil)
+    {
+        self.workingDirectory = workingDirectory
         pluginName = name
         self.command = command
         timeout = .milliseconds(timeoutMilliseconds)
@@ -171,11 +175,15 @@ final class ExternalPlugin: BotPlugin, @unchecked Sendable {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
         process.arguments = command
+        if let workingDirectory, !workingDirectory.isEmpty {
+            process.currentDirectoryURL = URL(fileURLWithPath: workingDirectory)
+        }
         let stdin = Pipe()
         let stdout = Pipe()
+        let stderr = Pipe()
         process.standardInput = stdin
         process.standardOutput = stdout
-        process.standardError = FileHandle.standardError
+        process.standardError = stderr
         process.terminationHandler = { [weak self] finished in self?.exited(finished) }
         do {
             try process.run()
@@ -189,6 +197,23 @@ final class ExternalPlugin: BotPlugin, @unchecked Sendable {
         let reader = Thread { [weak self] in self?.read(stdout.fileHandleForReading, process: process) }
         reader.name = "perch-plugin-\(pluginName)"
         reader.start()
+        // The child's stderr goes to the host's log, line by line.
+        let errors = Thread { [weak self] in
+            let handle = stderr.fileHandleForReading
+            var buffer = Data()
+            while true {
+                let chunk = handle.availableData
+                if chunk.isEmpty { return }
+                buffer.append(chunk)
+                while let newline = buffer.firstIndex(of: UInt8(ascii: "\n")) {
+                    let line = String(decoding: buffer[buffer.startIndex..<newline], as: UTF8.self)
+                    buffer.removeSubrange(buffer.startIndex...newline)
+                    self?.logger?.info("plugin \(self?.pluginName ?? "?") stderr: \(line)")
+                }
+            }
+        }
+        errors.name = "perch-plugin-\(pluginName)-stderr"
+        errors.start()
         logger?.info("plugin \(pluginName) started", ["pid": String(process.processIdentifier)])
         return stdin.fileHandleForWriting
     }
@@ -248,10 +273,16 @@ final class ExternalPlugin: BotPlugin, @unchecked Sendable {
         for continuation in orphans { continuation.resume(throwing: PluginFailure(description: "the plugin exited")) }
     }
 
-    /// Stops the child (host shutdown, or a hung child).
+    /// Stops the child (host shutdown, or a hung child): SIGTERM, then SIGKILL after 0.5 s.
     func stop() {
         let process = state.withLock { $0.process }
-        if let process, process.isRunning { process.terminate() }
+        guard let process, process.isRunning else { return }
+        process.terminate()
+        let pid = process.processIdentifier
+        Task.detached {
+            try? await Task.sleep(for: .milliseconds(500))
+            if process.isRunning { kill(pid, SIGKILL) }
+        }
     }
 
     // MARK: JSON

@@ -1,0 +1,90 @@
+import Foundation
+import PerchChat
+import PerchSQLite
+import PerchService
+import Testing
+
+@Suite struct HostCrashTests {
+    static var buildDirectory: String {
+        let executable =
+            (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe"))
+            ?? CommandLine.arguments[0]
+        return URL(fileURLWithPath: executable).deletingLastPathComponent().path
+    }
+
+    func startHost(_ directory: String) throws -> Process {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: Self.buildDirectory + "/perch")
+        process.arguments = ["run", "--config", directory + "/config.yaml", "--log-format", "json"]
+        process.standardError = FileHandle(forWritingAtPath: "/dev/null")
+        process.standardOutput = FileHandle(forWritingAtPath: "/dev/null")
+        try process.run()
+        return process
+    }
+
+    func pongs(_ service: ChatService) async throws -> [String] {
+        var texts: [String] = []
+        var request = MessagesRequest(guid: "room", limit: 100)
+        while true {
+            let page = try await service.fetchNext(request, as: "alice")
+            texts += page.messages.filter { $0.sender == "bot" }.compactMap(\.text)
+            guard page.hasMore, let next = page.nextCursor else { break }
+            request.messageId = next
+        }
+        return texts
+    }
+
+    func waitUntil(_ timeout: Duration, _ condition: () async throws -> Bool) async throws -> Bool {
+        let deadline = ContinuousClock.now + timeout
+        while ContinuousClock.now < deadline {
+            if try await condition() { return true }
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        return false
+    }
+
+    /// kill -9 during a stream of messages, restart: no bot reply lost, none duplicated.
+    @Test func killNineDuringAStreamLosesAndDuplicatesNoReply() async throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("perch-kill-\(UUID().uuidString)")
+            .path
+        try FileManager.default.createDirectory(atPath: directory + "/bots", withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        try (hostConfig + "\nserver:\n  dataDirectory: data\n").write(
+            toFile: directory + "/config.yaml", atomically: true, encoding: .utf8)
+        try botFile(
+            """
+              - on: { command: ping }
+                do: [{ reply: "pong {args}" }]
+            """, extra: "rate_limit: { per_minute: 100000, burst: 10000, per_conversation_per_minute: 100000 }"
+        ).write(toFile: directory + "/bots/ping.yaml", atomically: true, encoding: .utf8)
+
+        var host = try startHost(directory)
+        let database = directory + "/data/perch.sqlite"
+        #expect(try await waitUntil(.seconds(20)) { FileManager.default.fileExists(atPath: database) })
+        let store = try SQLiteChatStore(path: database)
+        let service = ChatService(store: store)
+        #expect(try await waitUntil(.seconds(20)) { (try? await service.cursor(consumer: "bot:b")) ?? 0 > 0 })
+
+        let total = 300
+        for index in 0..<total {
+            _ = try await service.send(MessageDraft(to: .group("room"), text: "!ping \(index)"), as: "carol")
+        }
+        #expect(try await waitUntil(.seconds(20)) { try await pongs(service).count >= 20 })
+        kill(host.processIdentifier, SIGKILL)
+        host.waitUntilExit()
+        let atKill = try await pongs(service).count
+        #expect(atKill < total, "the kill should land mid-stream")
+
+        host = try startHost(directory)
+        #expect(try await waitUntil(.seconds(60)) { try await pongs(service).count >= total })
+        try await Task.sleep(for: .milliseconds(500))
+        host.terminate()
+        host.waitUntilExit()
+        #expect(host.terminationStatus == 0)
+
+        let replies = try await pongs(service)
+        #expect(replies.count == total)
+        #expect(Set(replies) == Set((0..<total).map { "pong \($0)" }))
+        await store.close()
+    }
+}

@@ -1,0 +1,129 @@
+import Foundation
+import PerchChat
+import PerchExamplePlugins
+import PerchHost
+import PerchService
+import PerchTesting
+import Testing
+
+@Suite struct SwiftPluginTests {
+    var registry: PluginRegistry {
+        var registry = PluginRegistry.standard
+        registry.register(KarmaPlugin.self)
+        return registry
+    }
+
+    @Test func theExampleSwiftPluginRunsWithItsConfigAndStorage() async throws {
+        let bot = botFile(
+            """
+              - on: message
+                when: { text_matches: "^(?<thing>\\\\w+)\\\\+\\\\+$" }
+                do: [{ plugin: karma }]
+              - on: { command: sub }
+                do: [{ subscribe: sender }]
+            """, extra: "plugins:\n  - name: karma\n    config: { unit: points, maximum: 2 }")
+        try await withTestHost(config: hostConfig, bots: ["b.yaml": bot], registry: registry) { chat in
+            for _ in 0..<3 { try await chat.post("swift++", as: "carol", to: .group("room")) }
+            let texts = try await chat.botMessages(in: .group("room")).compactMap(\.text)
+            #expect(texts == ["swift has 1 points", "swift has 2 points", "swift has 2 points"])
+            #expect(try await chat.service.pluginValue(bot: "b", key: "swift") == "2")
+            // The event bus carries seed 001's event to plugins after a subscription made through the host.
+            let root = try await chat.post("root", as: "alice", to: .group("room"))
+            try await chat.post("!sub", as: "carol", to: .group("room"), thread: root.id)
+            try await chat.settle()
+            #expect(KarmaPlugin.busLog.entries.contains("\(root.id):carol:true"))
+        }
+    }
+
+    @Test func pluginConfigurationErrorsAreLocated() async throws {
+        let bot = botFile("", extra: "plugins:\n  - name: karma\n    config: { unti: points }")
+        await #expect(throws: HostError.self) {
+            try await withTestHost(config: hostConfig, bots: ["b.yaml": bot], registry: registry) { _ in }
+        }
+        do {
+            try await withTestHost(config: hostConfig, bots: ["b.yaml": bot], registry: registry) { _ in }
+        } catch let error as HostError {
+            #expect(error.description.contains("bots/b.yaml:9:"))
+            #expect(error.description.contains("unknown key 'unti'; did you mean 'unit'?"))
+        }
+    }
+
+    @Test func busListenersAreKeyedAndADuplicateIdReplaces() async {
+        let bus = HostEventBus()
+        let log = BusLog()
+        bus.register(id: "screen") { _ in log.append("first") }
+        bus.register(id: "screen") { _ in log.append("second") }
+        bus.register(id: "other") { _ in log.append("other") }
+        await bus.publish(.threadSubscriptionChanged(parentMessageId: 1, uid: "u", isSubscribed: true))
+        #expect(log.entries.sorted() == ["other", "second"])
+        #expect(bus.listenerIds == ["other", "screen"])
+    }
+}
+
+@Suite struct ExternalPluginTests {
+    static let fixtures = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("Fixtures")
+        .path
+
+    @Test func thePythonExamplePluginAnswers() async throws {
+        let script = repositoryRoot + "/examples/plugins/echo_plugin.py"
+        let bot = botFile(
+            """
+              - on: { command: echo }
+                do: [{ plugin: echo }]
+            """, extra: "plugins:\n  - name: echo\n    exec: [python3, \"\(script)\"]\n    config: { prefix: \"py: \" }"
+        )
+        try await withTestHost(config: hostConfig, bots: ["b.yaml": bot]) { chat in
+            let first = try await chat.post("!echo hello", as: "carol", to: .group("room"))
+            let answer = try await chat.waitForMessage(in: .group("room")) { $0.sender == "bot" }
+            #expect(answer.text == "py: hello (#1 from carol)")
+            #expect(answer.quotedMessageId == first.id)
+            try await chat.post("!echo again", as: "carol", to: .group("room"))
+            _ = try await chat.waitForMessage(in: .group("room")) { $0.text == "py: again (#2 from carol)" }
+        }
+    }
+
+    @Test func aCrashingAHangingAndAGarbagePluginDoNotStopOtherBots() async throws {
+        let script = Self.fixtures + "/misbehaving_plugin.py"
+        let bad = botFile(
+            """
+              - on: { command: do }
+                do: [{ plugin: bad }]
+            """,
+            extra: "hears: commands\nplugins:\n  - name: bad\n    exec: [python3, \"\(script)\"]\n    timeout_ms: 300")
+        let good = """
+            name: good
+            user: { uid: goodbot, name: Good }
+            groups: [room]
+            rules:
+              - on: { command: ping }
+                do: [{ reply: "pong {args}" }]
+            """
+        try await withTestHost(config: hostConfig, bots: ["b.yaml": bad, "good.yaml": good]) { chat in
+            // Each misbehaviour lands while the other bot keeps answering.
+            try await chat.post("!do crash", as: "carol", to: .group("room"))
+            try await chat.post("!ping 1", as: "carol", to: .group("room"))
+            try await chat.settle(timeout: .seconds(10))
+            try await chat.post("!do hang", as: "carol", to: .group("other"))
+            try await chat.post("!ping 2", as: "carol", to: .group("room"))
+            try await chat.settle(timeout: .seconds(10))
+            try await chat.post("!do garbage", as: "carol", to: .group("room"))
+            try await chat.post("!ping 3", as: "carol", to: .group("room"))
+            let pongs = try await chat.waitFor("three pongs") {
+                let texts = try await chat.messages(in: .group("room")).filter { $0.sender == "goodbot" }.compactMap(
+                    \.text)
+                return texts.count == 3 ? texts : nil
+            }
+            #expect(pongs == ["pong 1", "pong 2", "pong 3"])
+            // After its crash and its hang the plugin is restarted and answers again.
+            try await chat.settle(timeout: .seconds(10))
+            try await chat.post("!do ok", as: "carol", to: .group("room"))
+            _ = try await chat.waitFor(timeout: .seconds(10), "the restarted plugin") {
+                try await chat.messages(in: .group("room")).first { $0.text == "fine ok" }
+            }
+            let metrics = await chat.host.metrics
+            #expect(metrics.value("perch_plugin_restarts_total", ["plugin": "bad"]) >= 1)
+            #expect(metrics.value("perch_plugin_timeouts_total", ["plugin": "bad"]) >= 1)
+            #expect(metrics.value("perch_plugin_garbage_lines_total", ["plugin": "bad"]) >= 1)
+        }
+    }
+}

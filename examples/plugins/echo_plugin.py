@@ -1,0 +1,53 @@
+#!/usr/bin/env python3
+"""An out-of-process Perch plugin in Python, standard library only.
+
+Perch starts it with the bot's `exec:` command and speaks JSON-RPC 2.0 over stdin/stdout, one JSON
+object per line. Methods: `initialize` (params: config, plugin), `event` (every event the bot
+hears) and `handle` (a rule's `plugin:` action). A result may hold `actions`, in the bot-file
+vocabulary. Log to stderr: stdout is the protocol.
+
+Config (from the bot file's `config:`): `prefix` (default "echo: ").
+"""
+import json
+import sys
+
+config = {}
+counts = {}
+
+
+def respond(request_id, result=None, error=None):
+    message = {"jsonrpc": "2.0", "id": request_id}
+    if error is not None:
+        message["error"] = {"code": -32000, "message": error}
+    else:
+        message["result"] = result if result is not None else {}
+    sys.stdout.write(json.dumps(message) + "\n")
+    sys.stdout.flush()
+
+
+def handle(params):
+    """`handle`: echo the message text back as a quote reply, counting per sender."""
+    message = params.get("event", {}).get("message") or {}
+    sender = message.get("sender", "?")
+    counts[sender] = counts.get(sender, 0) + 1
+    text = params.get("command", {}).get("args") or message.get("text", "")
+    prefix = config.get("prefix", "echo: ")
+    return {"actions": [{"quote_reply": f"{prefix}{text} (#{counts[sender]} from {sender})"}]}
+
+
+for line in sys.stdin:
+    try:
+        request = json.loads(line)
+    except json.JSONDecodeError:
+        continue
+    method = request.get("method")
+    params = request.get("params") or {}
+    if method == "initialize":
+        config = params.get("config") or {}
+        respond(request.get("id"), {"name": "echo"})
+    elif method == "handle":
+        respond(request.get("id"), handle(params))
+    elif method == "event":
+        respond(request.get("id"), {})
+    else:
+        respond(request.get("id"), error=f"unknown method {method}")

@@ -42,19 +42,26 @@ public struct TestChat: Sendable {
         }
     }
 
-    /// The newest 100 messages of a conversation, oldest first.
+    /// Every message and custom message of a conversation, oldest first, as `viewer` sees them
+    /// (for a group, by default as its owner; for a one-on-one, as the other user).
     public func messages(in receiver: Receiver, viewer: String = User.system) async throws -> [Message] {
-        let request: MessagesRequest
+        var request: MessagesRequest
+        let reader: String
         switch receiver {
-        case .group(let guid): request = MessagesRequest(guid: guid, categories: [.message, .custom], limit: 100)
+        case .group(let guid):
+            request = MessagesRequest(guid: guid, categories: [.message, .custom], limit: 100)
+            reader = viewer == User.system ? try await anyMember(of: receiver) : viewer
         case .user(let uid):
             request = MessagesRequest(uid: uid, categories: [.message, .custom], limit: 100)
-            return try await service.fetchPrevious(request, as: viewer == User.system ? uid : viewer).messages
+            reader = viewer == User.system ? uid : viewer
         }
-        return try await service.fetchPrevious(
-            request, as: viewer == User.system ? try await anyMember(of: receiver) : viewer
-        )
-        .messages
+        var all: [Message] = []
+        while true {
+            let page = try await service.fetchNext(request, as: reader)
+            all += page.messages
+            guard page.hasMore, let next = page.nextCursor else { return all }
+            request.messageId = next
+        }
     }
 
     func anyMember(of receiver: Receiver) async throws -> String {

@@ -1,0 +1,162 @@
+import Foundation
+import PerchChat
+import PerchConfig
+import PerchHost
+import PerchService
+import PerchTesting
+import Synchronization
+import Testing
+
+@Suite struct SafetyTests {
+    @Test func aBotNeverReactsToItself() async throws {
+        let rules = """
+              - on: message
+                do: [{ reply: "heard {message.text}" }]
+            """
+        try await withTestHost(config: hostConfig, bots: ["b.yaml": botFile(rules)]) { chat in
+            try await chat.post("once", as: "carol", to: .group("room"))
+            #expect(try await chat.botMessages(in: .group("room")).compactMap(\.text) == ["heard once"])
+        }
+    }
+
+    @Test func chainsOfBotsAreCutAfterTheConfiguredHops() async throws {
+        let ping = """
+            name: ping
+            user: { uid: pingbot, name: Ping }
+            groups: [room]
+            rules:
+              - on: message
+                do: [{ reply: "ping" }]
+            """
+        let pong = """
+            name: pong
+            user: { uid: pongbot, name: Pong }
+            groups: [room]
+            rules:
+              - on: message
+                do: [{ reply: "pong" }]
+            """
+        let config = hostConfig + "\nlimits:\n  botHops: 3\n"
+        try await withTestHost(config: config, bots: ["ping.yaml": ping, "pong.yaml": pong]) { chat in
+            try await chat.post("start", as: "carol", to: .group("room"))
+            try await Task.sleep(for: .milliseconds(300))
+            try await chat.settle()
+            let fromBots = try await chat.messages(in: .group("room")).filter { $0.sender != "carol" }
+            // carol → 2 replies (hop 1), each answered by the other bot (hop 2), then hop 3; then cut.
+            #expect(fromBots.count == 6)
+            let hops = fromBots.compactMap { message -> Int? in
+                if case .number(let value)? = message.metadata?["perch"]?["hops"] { return Int(value) }
+                return nil
+            }
+            #expect(hops.sorted() == [1, 1, 2, 2, 3, 3])
+            let cut =
+                await chat.host.metrics.value("perch_bot_loops_cut_total", ["bot": "ping"])
+                + chat.host.metrics.value("perch_bot_loops_cut_total", ["bot": "pong"])
+            #expect(cut == 2)
+        }
+    }
+
+    @Test func rateLimitsDropAndCountTheExcess() async throws {
+        let rules = """
+              - on: message
+                do: [{ reply: "ok" }]
+            """
+        let bot = botFile(rules, extra: "rate_limit: { per_minute: 1, burst: 2, per_conversation_per_minute: 60 }")
+        try await withTestHost(config: hostConfig, bots: ["b.yaml": bot]) { chat in
+            for index in 0..<5 { try await chat.post("m\(index)", as: "carol", to: .group("room")) }
+            #expect(try await chat.botMessages(in: .group("room")).count == 2)
+            #expect(await chat.host.metrics.value("perch_rate_limited_actions_total", ["bot": "b"]) == 3)
+            #expect(await chat.log.contains { $0.contains("ERR_TOO_MANY_REQUESTS") })
+        }
+    }
+
+    @Test func aMalformedPluginOrEventNeverCrashesTheHost() async throws {
+        let rules = """
+              - on: message
+                do: [{ quote_reply: "q" }, { pin: { as: app_system } }, kick]
+            """
+        try await withTestHost(config: hostConfig, bots: ["b.yaml": botFile(rules)]) { chat in
+            // kick of the group owner is refused; the host logs and goes on.
+            try await chat.post("from the owner", as: "alice", to: .group("room"))
+            try await chat.post("from carol", as: "carol", to: .group("other"))
+            try await chat.settle()
+            #expect(await chat.host.state == .running)
+            #expect(await chat.host.metrics.value("perch_handler_errors_total", ["bot": "b"]) >= 1)
+        }
+    }
+}
+
+@Suite struct ReloadTests {
+    @Test func reloadSwapsBetweenEventsLosingAndRepeatingNone() async throws {
+        let v1 = botFile(
+            """
+              - on: message
+                when: { groups: [room] }
+                do: [{ reply: "v1 {message.text}" }]
+            """, extra: "rate_limit: { per_minute: 100000, burst: 10000, per_conversation_per_minute: 100000 }")
+        let v2 = v1.replacingOccurrences(of: "v1 {message.text}", with: "v2 {message.text}")
+        try await withTestHost(config: hostConfig, bots: ["b.yaml": v1]) { chat in
+            let writer = Task {
+                for index in 0..<120 { try await chat.post("n\(index)", as: "carol", to: .group("room")) }
+            }
+            try await Task.sleep(for: .milliseconds(20))
+            try v2.write(toFile: chat.directory + "/../bots/b.yaml", atomically: true, encoding: .utf8)
+            let loaded = ConfigurationLoader(environment: [:], swiftPlugins: PluginRegistry.standard.names)
+                .load(configPath: chat.directory + "/../config.yaml")
+            #expect(await chat.host.reload(loaded))
+            try await writer.value
+            let replies = try await chat.botMessages(in: .group("room")).compactMap(\.text)
+            #expect(replies.count == 120)
+            let numbers = replies.map { $0.split(separator: " ")[1] }
+            #expect(Set(numbers).count == 120)
+            // Every reply is from one version or the other, and once v2 answered, v1 never did again.
+            let firstV2 = replies.firstIndex { $0.hasPrefix("v2") } ?? replies.count
+            #expect(replies[..<firstV2].allSatisfy { $0.hasPrefix("v1") })
+            #expect(replies[firstV2...].allSatisfy { $0.hasPrefix("v2") })
+        }
+    }
+
+    @Test func anInvalidReloadKeepsTheRunningConfiguration() async throws {
+        let rules = """
+              - on: message
+                do: [{ reply: "still here" }]
+            """
+        try await withTestHost(config: hostConfig, bots: ["b.yaml": botFile(rules)]) { chat in
+            try "name: b\nuser:\n\tuid: broken\n".write(
+                toFile: chat.directory + "/../bots/b.yaml", atomically: true, encoding: .utf8)
+            let loaded = ConfigurationLoader(environment: [:]).load(configPath: chat.directory + "/../config.yaml")
+            #expect(await chat.host.reload(loaded) == false)
+            #expect(
+                await chat.log.contains {
+                    $0.contains("b.yaml:3:1: error: found character that cannot start any token")
+                })
+            try await chat.post("hello", as: "carol", to: .group("room"))
+            #expect(try await chat.botMessages(in: .group("room")).compactMap(\.text) == ["still here"])
+        }
+    }
+}
+
+@Suite struct AdminToolTests {
+    @Test func dryRunShowsWhatWouldFireWithoutDoingIt() async throws {
+        try await withTestHost(configPath: repositoryRoot + "/config.yaml") { chat in
+            let results = try await chat.host.dryRun(
+                as: "carol", to: .group("general"), text: "hey <@uid:helper> buy scamlink")
+            let described = results.map(\.description).joined(separator: "\n")
+            #expect(described.contains("helper / answer-mentions:\n  - quote_reply: Hi Carol!"))
+            #expect(described.contains("moderator / word-list:\n  - delete"))
+            #expect(!described.contains("announcer"))
+            try await chat.settle()
+            #expect(try await chat.messages(in: .group("general")).filter { $0.sender != "carol" }.isEmpty)
+        }
+    }
+
+    @Test func jsonLogLinesParse() throws {
+        let lines = Mutex<[String]>([])
+        let logger = HostLogger(format: .json, sink: { line in lines.withLock { $0.append(line) } })
+        logger.with(["bot": "helper"]).info("ready", ["bots": "5"])
+        let line = try #require(lines.withLock { $0.first })
+        let object = try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: String]
+        #expect(object?["bot"] == "helper" && object?["message"] == "ready" && object?["level"] == "info")
+        #expect(object?["bots"] == "5" && object?["time"] != nil)
+    }
+}

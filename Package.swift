@@ -53,7 +53,8 @@ let package = Package(
         .executableTarget(name: "FuzzConfig", dependencies: ["PerchConfig"]),
 
         // The benchmarks (`make bench`).
-        .executableTarget(name: "PerchBench", dependencies: ["PerchService", "PerchSQLite", "PerchChat"]),
+        .executableTarget(
+            name: "PerchBench", dependencies: ["PerchService", "PerchSQLite", "PerchChat", "PerchMatch", "PerchRegex"]),
         // The child process of the store's crash test.
         .executableTarget(name: "PerchStoreProbe", dependencies: ["PerchService", "PerchSQLite", "PerchChat"]),
 

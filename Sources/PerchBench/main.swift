@@ -8,6 +8,7 @@ import PerchService
 let scenarios: [String: () async throws -> Void] = [
     "pages": benchmarkPages,
     "inbox": benchmarkInbox,
+    "words": benchmarkWords,
 ]
 let requested = CommandLine.arguments.dropFirst().first
 guard requested == nil || scenarios[requested!] != nil else {

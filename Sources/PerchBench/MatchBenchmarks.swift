@@ -22,10 +22,12 @@ func benchmarkWords() async throws {
     var regexHits = 0
     for index in 0..<100_000 where pattern.firstMatch(in: "!ping \(index)") != nil { regexHits += 1 }
     let regexSeconds = Double(DispatchTime.now().uptimeNanoseconds - regexStart) / 1e9
-    report("words", [
-        "words": 5_000, "messages": messages.count, "hits": hits,
-        "microseconds_per_message": (seconds / Double(messages.count) * 1e6).rounded3,
-        "messages_per_s": (Double(messages.count) / seconds).rounded(),
-        "pcre2_ping_with_capture_per_s": (Double(regexHits) / regexSeconds).rounded(),
-    ])
+    report(
+        "words",
+        [
+            "words": 5_000, "messages": messages.count, "hits": hits,
+            "microseconds_per_message": (seconds / Double(messages.count) * 1e6).rounded3,
+            "messages_per_s": (Double(messages.count) / seconds).rounded(),
+            "pcre2_ping_with_capture_per_s": (Double(regexHits) / regexSeconds).rounded(),
+        ])
 }

@@ -14,9 +14,25 @@ public enum Perch {
           run   [--config config.yaml] [--log-format text|json] start the host on the configured backend
           dry-run --as UID (--group GUID | --to UID) [--thread ID] [--config config.yaml] "text"
                                                                show which bots and rules would fire, doing nothing
+          send --as UID (--group GUID | --to UID) [--thread ID] [--quote ID] [--wait SECONDS] "text"
+                                                               post into the local database (a running host answers)
           version                                              print the version
 
         """
+
+    /// `perch send`.
+    public static func send(_ arguments: [String]) async -> Int32 {
+        do {
+            let parsed = try ParsedArguments(
+                arguments, valued: ["config", "as", "group", "to", "thread", "quote", "wait"])
+            return await SendCommand.run(
+                parsed, print: { print($0) },
+                printError: { FileHandle.standardError.write(Data(($0 + "\n").utf8)) })
+        } catch {
+            FileHandle.standardError.write(Data("perch: \(error)\n".utf8))
+            return 64
+        }
+    }
 
     /// The Swift plugins this build registers, by name.
     public static var builtInPlugins: Set<String> { PluginRegistry.standard.names }

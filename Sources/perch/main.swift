@@ -7,4 +7,7 @@ let arguments = Array(CommandLine.arguments.dropFirst())
 if arguments.first == "run" || arguments.first == "dry-run" {
     exit(await RunCommand.run(arguments))
 }
+if arguments.first == "send" {
+    exit(await Perch.send(arguments))
+}
 exit(Perch.main(arguments))

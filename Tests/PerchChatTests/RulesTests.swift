@@ -74,6 +74,12 @@ func code(_ body: () throws -> Void) -> ChatError.Code? {
             code { try ThreadRules.checkReply(to: message(id: 2, parent: 1), parentId: 2, conversationId: "group_g") }
                 == .messageThreadNesting)
         #expect(code { try ThreadRules.checkReply(to: message(id: 1), parentId: 1, conversationId: "group_g") } == nil)
+        #expect(
+            code {
+                try ThreadRules.checkReply(
+                    to: message(id: 1, category: .action), parentId: 1, conversationId: "group_g")
+            }
+                == .messageActionNotAllowed)
     }
 
     @Test func quotes() {

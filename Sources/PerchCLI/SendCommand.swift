@@ -1,0 +1,75 @@
+import Foundation
+import PerchChat
+import PerchConfig
+import PerchSQLite
+import PerchService
+
+/// `perch send --as UID (--group GUID | --to UID) [--thread ID] [--quote ID] [--wait SECONDS] "text"`:
+/// posts a message straight into the embedded service's database (a running host picks it up
+/// within its poll interval) and, with `--wait`, prints what arrives in the conversation afterwards.
+/// Until the HTTP API exists this is how people talk to a local host from a terminal.
+public enum SendCommand {
+    public static func run(_ parsed: ParsedArguments, print write: (String) -> Void, printError: (String) -> Void)
+        async -> Int32
+    {
+        guard let uid = parsed.options["as"], let text = parsed.positional.first,
+            (parsed.options["group"] == nil) != (parsed.options["to"] == nil)
+        else {
+            printError(
+                "usage: perch send --as UID (--group GUID | --to UID) [--thread ID] [--quote ID] [--wait SECONDS] \"text\""
+            )
+            return 64
+        }
+        let configPath = parsed.options["config"] ?? "config.yaml"
+        let loaded = ConfigurationLoader(swiftPlugins: Perch.builtInPlugins).load(configPath: configPath)
+        guard let config = loaded.config, loaded.isValid else {
+            for finding in loaded.findings { printError(finding.description) }
+            return 1
+        }
+        let path = loaded.resolve(config.server.dataDirectory) + "/perch.sqlite"
+        guard FileManager.default.fileExists(atPath: path) else {
+            printError("perch: no database at \(path): start the host first (make run)")
+            return 1
+        }
+        do {
+            let store = try SQLiteChatStore(path: path)
+            defer { Task { await store.close() } }
+            let service = ChatService(store: store)
+            let receiver: Receiver = parsed.options["group"].map(Receiver.group) ?? .user(parsed.options["to"]!)
+            let draft = MessageDraft(
+                to: receiver, text: text, parentMessageId: Int64(parsed.options["thread"] ?? "0") ?? 0,
+                quotedMessageId: Int64(parsed.options["quote"] ?? "0") ?? 0)
+            let sent = try await service.send(draft, as: uid)
+            write("sent #\(sent.id) \(describe(sent))")
+            if let seconds = Double(parsed.options["wait"] ?? "0"), seconds > 0 {
+                try await Task.sleep(for: .milliseconds(Int(seconds * 1000)))
+                var request = MessagesRequest(limit: 100, messageId: sent.id)
+                switch receiver {
+                case .group(let guid): request.guid = guid
+                case .user(let other): request.uid = other
+                }
+                for message in try await service.fetchNext(request, as: uid).messages {
+                    write("  #\(message.id) \(describe(message))")
+                }
+                let updated = try await service.message(sent.id, as: uid)
+                if updated.pinnedAt != 0 { write("  #\(sent.id) pinned by \(updated.pinnedBy)") }
+                if updated.deletedAt != 0 { write("  #\(sent.id) deleted by \(updated.deletedBy)") }
+            }
+            return 0
+        } catch let error as ChatError {
+            printError("perch: \(error.code.rawValue): \(error.message)")
+            return 1
+        } catch {
+            printError("perch: \(error)")
+            return 1
+        }
+    }
+
+    static func describe(_ message: Message) -> String {
+        var parts = ["\(message.sender):"]
+        if message.parentMessageId != 0 { parts.append("[thread #\(message.parentMessageId)]") }
+        if message.quotedMessageId != 0 { parts.append("[quoting #\(message.quotedMessageId)]") }
+        parts.append(message.text ?? "(\(message.type))")
+        return parts.joined(separator: " ")
+    }
+}

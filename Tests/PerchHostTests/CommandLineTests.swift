@@ -1,0 +1,38 @@
+import Foundation
+import PerchCLI
+import PerchTesting
+import Synchronization
+import Testing
+
+@Suite struct CommandLineTests {
+    @Test func sendPostsIntoTheLocalDatabaseAndShowsTheBotsAnswers() async throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("perch-send-\(UUID().uuidString)")
+            .path
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        try FileManager.default.copyItem(atPath: repositoryRoot + "/bots", toPath: directory + "/bots")
+        try FileManager.default.copyItem(atPath: repositoryRoot + "/config.yaml", toPath: directory + "/config.yaml")
+        try await withTestHost(configPath: directory + "/config.yaml", dataDirectory: directory + "/data") { chat in
+            let lines = Mutex<[String]>([])
+            let errors = Mutex<[String]>([])
+            let parsed = try ParsedArguments(
+                [
+                    "send", "--config", directory + "/config.yaml", "--as", "carol", "--group", "general", "--wait",
+                    "1",
+                    "<@uid:helper> hello",
+                ],
+                valued: ["config", "as", "group", "to", "thread", "quote", "wait"])
+            let code = await SendCommand.run(
+                parsed, print: { line in lines.withLock { $0.append(line) } },
+                printError: { line in errors.withLock { $0.append(line) } })
+            #expect(code == 0, "\(errors.withLock { $0 })")
+            let output = lines.withLock { $0 }
+            #expect(output.first?.hasPrefix("sent #") == true)
+            #expect(output.contains { $0.contains("helper: [quoting #") && $0.contains("Hi Carol!") })
+            _ = chat
+        }
+        let usage = await SendCommand.run(
+            try ParsedArguments(["send", "--as", "carol"], valued: ["as"]), print: { _ in }, printError: { _ in })
+        #expect(usage == 64)
+    }
+}

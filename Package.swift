@@ -59,11 +59,7 @@ let package = Package(
         .executableTarget(name: "PerchStoreProbe", dependencies: ["PerchService", "PerchSQLite", "PerchChat"]),
 
         .testTarget(name: "PerchYAMLTests", dependencies: ["PerchYAML"]),
-        .testTarget(
-            name: "PerchConfigTests",
-            dependencies: ["PerchConfig", "PerchCLI"],
-            resources: [.copy("Fixtures")]
-        ),
+        .testTarget(name: "PerchConfigTests", dependencies: ["PerchConfig", "PerchCLI"]),
         .testTarget(name: "PerchChatTests", dependencies: ["PerchChat"]),
         .testTarget(
             name: "PerchHostTests",

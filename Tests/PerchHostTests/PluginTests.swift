@@ -79,6 +79,12 @@ import Testing
             #expect(answer.quotedMessageId == first.id)
             try await chat.post("!echo again", as: "carol", to: .group("room"))
             _ = try await chat.waitForMessage(in: .group("room")) { $0.text == "py: again (#2 from carol)" }
+            // The plugin calls the host: its key-value store and a reply.
+            try await chat.post("!echo count", as: "carol", to: .group("room"))
+            _ = try await chat.waitForMessage(in: .group("room")) { $0.text == "counted 1" }
+            try await chat.post("!echo count", as: "carol", to: .group("room"))
+            _ = try await chat.waitForMessage(in: .group("room")) { $0.text == "counted 2" }
+            #expect(try await chat.service.pluginValue(bot: "b", key: "count") == "2")
         }
     }
 

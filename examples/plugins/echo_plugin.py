@@ -25,9 +25,37 @@ def respond(request_id, result=None, error=None):
     sys.stdout.flush()
 
 
+next_call = 0
+
+
+def call_host(method, params):
+    """Calls the host while handling a request (params carry the request's `context`)."""
+    global next_call
+    next_call += 1
+    call_id = f"plugin-{next_call}"
+    sys.stdout.write(json.dumps({"jsonrpc": "2.0", "id": call_id, "method": method, "params": params}) + "\n")
+    sys.stdout.flush()
+    for line in sys.stdin:  # the host answers before it answers anything else for this request
+        answer = json.loads(line)
+        if answer.get("id") == call_id:
+            return answer.get("result"), answer.get("error")
+    return None, {"message": "the host closed the pipe"}
+
+
 def handle(params):
-    """`handle`: echo the message text back as a quote reply, counting per sender."""
+    """`handle`: echo the message text back as a quote reply, counting per sender.
+
+    `!echo count` shows the other way round: the plugin calls the host (`host.storage.*`,
+    `host.reply`) instead of returning actions.
+    """
     message = params.get("event", {}).get("message") or {}
+    if params.get("command", {}).get("args") == "count":
+        context = params["context"]
+        result, _ = call_host("host.storage.get", {"context": context, "key": "count"})
+        count = int((result or {}).get("value") or 0) + 1
+        call_host("host.storage.set", {"context": context, "key": "count", "value": str(count)})
+        call_host("host.reply", {"context": context, "text": f"counted {count}"})
+        return {}
     sender = message.get("sender", "?")
     counts[sender] = counts.get(sender, 0) + 1
     text = params.get("command", {}).get("args") or message.get("text", "")

@@ -12,6 +12,11 @@ import Synchronization
 /// The result may hold `actions`, a list in the bot-file vocabulary:
 /// `[{"reply": "text"}, {"quote_reply": "text"}, {"pin": {"as": "app_system"}}, "delete"]`.
 ///
+/// While it handles a request, the plugin may call the host: a request of its own with method
+/// `host.<action>` (`host.reply`, `host.quote_reply`, `host.pin`, ... the same vocabulary, the text
+/// in `params.text`) or `host.storage.get` / `host.storage.set` (`key`, `value`), with
+/// `params.context` set to the id of the host's request it is handling. The host answers each.
+///
 /// Supervised: a crash is logged and the plugin restarted with backoff (0.1 s doubling to 10 s); a
 /// request past `timeout_ms` is abandoned and counted, and the child, presumed hung, is killed and
 /// restarted on the next event; lines that are not JSON are logged and skipped. None of it stops
@@ -25,6 +30,10 @@ final class ExternalPlugin: BotPlugin, @unchecked Sendable {
     let timeout: Duration
     let config: JSONValue
     private let state = Mutex<State>(State())
+    /// Contexts of the host's requests in flight, by request id, for the plugin's own calls.
+    private let contexts = Mutex<[Int: BotContext]>([:])
+    /// One writer at a time on the child's stdin.
+    private let writing = Mutex(())
     // Set by the host before the first event; read under the lock.
     private let hooks = Mutex<(logger: HostLogger?, metrics: HostMetrics?, bot: BotIdentity?)>((nil, nil, nil))
 
@@ -78,7 +87,7 @@ final class ExternalPlugin: BotPlugin, @unchecked Sendable {
         if let command = context.command {
             params["command"] = .object(["name": .string(command.name), "args": .string(command.args)])
         }
-        let result = try await request(method, params: .object(params))
+        let result = try await request(method, params: .object(params), context: context)
         guard case .array(let actions)? = result["actions"] else { return }
         for action in actions { try await apply(action, context) }
     }
@@ -118,24 +127,31 @@ final class ExternalPlugin: BotPlugin, @unchecked Sendable {
 
     // MARK: JSON-RPC
 
-    func request(_ method: String, params: JSONValue) async throws -> JSONValue {
+    func request(_ method: String, params: JSONValue, context: BotContext? = nil) async throws -> JSONValue {
         let input = try await running()
         let id = state.withLock { state -> Int in
             state.nextId += 1
             return state.nextId
         }
+        var parameters = params
+        if let context, case .object(var object) = params {
+            object["context"] = .number(Double(id))
+            parameters = .object(object)
+            contexts.withLock { $0[id] = context }
+        }
+        defer { contexts.withLock { _ = $0.removeValue(forKey: id) } }
         var writer = JSONWriter()
         writer.raw("{\"jsonrpc\":\"2.0\",\"id\":\(id),\"method\":")
         writer.string(method)
         writer.raw(",\"params\":")
-        writer.value(params)
+        writer.value(parameters)
         writer.raw("}\n")
         let line = writer.output
         let timeout = self.timeout
         return try await withCheckedThrowingContinuation { continuation in
             state.withLock { $0.pending[id] = continuation }
             do {
-                try input.write(contentsOf: Data(line.utf8))
+                try writing.withLock { _ in try input.write(contentsOf: Data(line.utf8)) }
             } catch {
                 fail(id, PluginFailure(description: "cannot write to the plugin: \(error)"))
                 return
@@ -237,6 +253,14 @@ final class ExternalPlugin: BotPlugin, @unchecked Sendable {
     }
 
     private func receive(_ line: Data) {
+        if let message = try? JSONDecoder().decode(JSONValue.self, from: line), case .object(let object) = message,
+            case .string(let method)? = object["method"]
+        {
+            let id = object["id"] ?? .null
+            let params = object["params"] ?? .null
+            Task { await self.answer(id: id, method: method, params: params) }
+            return
+        }
         guard let message = try? JSONDecoder().decode(JSONValue.self, from: line), case .object(let object) = message,
             case .number(let number)? = object["id"]
         else {
@@ -252,6 +276,55 @@ final class ExternalPlugin: BotPlugin, @unchecked Sendable {
         } else {
             continuation.resume(returning: object["result"] ?? .null)
         }
+    }
+
+    /// Runs a call the plugin made to the host and writes the answer.
+    private func answer(id: JSONValue, method: String, params: JSONValue) async {
+        var writer = JSONWriter()
+        writer.raw("{\"jsonrpc\":\"2.0\",\"id\":")
+        writer.value(id)
+        do {
+            guard case .number(let number)? = params["context"], let context = contexts.withLock({ $0[Int(number)] })
+            else { throw PluginFailure(description: "params.context must name a request the host is waiting on") }
+            let result: JSONValue
+            switch method {
+            case "host.storage.get":
+                guard let key = params["key"]?.stringValue else { throw PluginFailure(description: "key is required") }
+                result = .object(["value": (try await context.storage.value(for: key)).map(JSONValue.string) ?? .null])
+            case "host.storage.set":
+                guard let key = params["key"]?.stringValue else { throw PluginFailure(description: "key is required") }
+                try await context.storage.set(params["value"]?.stringValue, for: key)
+                result = .object([:])
+            case let name where name.hasPrefix("host."):
+                let action = String(name.dropFirst(5))
+                var argument = params
+                if case .object(var object) = params {
+                    object["context"] = nil
+                    argument = object.isEmpty ? .null : .object(object)
+                }
+                try await apply(argument == .null ? .string(action) : .object([action: argument]), context)
+                result = .object([:])
+            default:
+                throw PluginFailure(description: "unknown method \(method)")
+            }
+            writer.raw(",\"result\":")
+            writer.value(result)
+        } catch {
+            let message: String
+            var data: JSONValue = .null
+            if let chat = error as? ChatError {
+                message = chat.message
+                data = .object(["code": .string(chat.code.rawValue)])
+            } else {
+                message = "\(error)"
+            }
+            writer.raw(",\"error\":")
+            writer.value(.object(["code": .number(-32000), "message": .string(message), "data": data]))
+        }
+        writer.raw("}\n")
+        let line = writer.output
+        let input = state.withLock { $0.input }
+        try? writing.withLock { _ in try input?.write(contentsOf: Data(line.utf8)) }
     }
 
     private func exited(_ process: Process) {

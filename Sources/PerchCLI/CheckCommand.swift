@@ -1,5 +1,6 @@
 import Foundation
 import PerchConfig
+import PerchHost
 import PerchYAML
 
 /// `perch check [--config path] [--format text|json]`: validates config.yaml and every bot file.
@@ -16,7 +17,11 @@ public struct CheckCommand {
 
     /// Prints the findings and the summary; returns the exit code (0 clean, 1 with errors).
     public func run(print write: (String) -> Void) -> Int32 {
-        let loaded = loader.load(configPath: configPath)
+        var loaded = loader.load(configPath: configPath)
+        if loaded.isValid {
+            // Plugin configurations are decoded by the plugins' own types, as the host does.
+            loaded.findings += PluginRegistry.standard.check(loaded.bots)
+        }
         if json {
             write(Self.json(loaded))
         } else {

@@ -53,11 +53,11 @@ final class SignalWatcher: Sendable {
 
 /// Polls the modification times of config.yaml and the bot files (once a second); cheap and
 /// portable, and a burst of saves gives one reload.
-final class FileWatcher: Sendable {
+public final class FileWatcher: Sendable {
     let paths: [String]
     private let last: Mutex<[String: Date]>
 
-    init(paths: [String]) {
+    public init(paths: [String]) {
         self.paths = paths
         last = Mutex([:])
         last.withLock { $0 = Self.snapshot(paths) }
@@ -78,7 +78,7 @@ final class FileWatcher: Sendable {
         return times
     }
 
-    func nextChange() async {
+    public func nextChange() async {
         while !Task.isCancelled {
             try? await Task.sleep(for: .seconds(1))
             let now = Self.snapshot(paths)

@@ -152,3 +152,18 @@ import Testing
         }
     }
 }
+
+@Suite struct PluginConfigCheckTests {
+    @Test func checkDecodesPluginConfigurationsWithLocations() throws {
+        let bot = "name: f\nuser: {uid: f}\nplugins:\n  - name: thread-follow\n    config:\n      folow: track\n"
+        let fixture = try ConfigFixture(bots: ["f.yaml": bot])
+        defer { fixture.cleanup() }
+        var output: [String] = []
+        let code = Perch.main(["check", "--config", fixture.directory + "/config.yaml"], print: { output.append($0) })
+        #expect(code == 1)
+        #expect(
+            output.first?.hasSuffix(
+                "bots/f.yaml:6:7: error: plugins[0].config.folow: unknown key 'folow'; did you mean 'follow'?") == true,
+            "\(output)")
+    }
+}

@@ -36,3 +36,33 @@ import Testing
         #expect(usage == 64)
     }
 }
+
+@Suite struct FileWatcherTests {
+    @Test func aChangedBotFileAsksForAReload() async throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "perch-watch-\(UUID().uuidString)"
+        ).path
+        try FileManager.default.createDirectory(atPath: directory + "/bots", withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        try "a".write(toFile: directory + "/bots/a.yaml", atomically: true, encoding: .utf8)
+        let watcher = FileWatcher(paths: [directory + "/config.yaml", directory + "/bots"])
+        let changed = Task { await watcher.nextChange() }
+        try await Task.sleep(for: .milliseconds(100))
+        try "b".write(toFile: directory + "/bots/b.yaml", atomically: true, encoding: .utf8)
+        let finished = await withTaskGroup(of: Bool.self) { group in
+            group.addTask {
+                await changed.value
+                return true
+            }
+            group.addTask {
+                try? await Task.sleep(for: .seconds(5))
+                return false
+            }
+            let first = await group.next()!
+            group.cancelAll()
+            return first
+        }
+        #expect(finished)
+        changed.cancel()
+    }
+}

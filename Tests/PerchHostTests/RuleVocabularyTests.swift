@@ -205,8 +205,11 @@ import Testing
         let rules = """
               - on: { command: pin }
                 do: [{ pin: { as: app_system } }, save, { subscribe: sender }, { subscribe: self }]
-              - on: { command: unpin }
-                do: [unpin, { unsubscribe: sender }]
+              - on: pinned
+                when: { from: [bob] }
+                do: [unpin]
+              - on: { command: unsub }
+                do: [{ unsubscribe: sender }]
               - on: { command: kick }
                 do: [delete, kick]
               - on: { command: ban }
@@ -219,8 +222,19 @@ import Testing
             #expect(pinned.pinnedBy == "app_system" && pinned.threadSubscribed)
             #expect(try await chat.service.message(pin.id, as: "bot").savedAt != 0)
             #expect(try await chat.service.message(pin.id, as: "bot").threadSubscribed)
-            try await chat.post("!unpin", as: "carol", to: .group("room"), quote: 0)
+            // `unpin`: the bot undoes pins of bob's messages.
+            let bobs = try await chat.post("by bob", as: "bob", to: .group("room"))
+            _ = try await chat.service.pin(bobs.id, as: "alice")
+            _ = try await chat.waitFor("the unpin") {
+                try await chat.service.message(bobs.id, as: "alice").pinnedAt == 0 ? true : nil
+            }
+            // `unsubscribe`: carol, subscribed by replying, asks to be unsubscribed from the thread.
+            let root = try await chat.post("root", as: "alice", to: .group("room"))
+            try await chat.post("a reply", as: "carol", to: .group("room"), thread: root.id)
+            #expect(try await chat.service.message(root.id, as: "carol").threadSubscribed)
+            try await chat.post("!unsub", as: "carol", to: .group("room"), thread: root.id)
             try await chat.settle()
+            #expect(!(try await chat.service.message(root.id, as: "carol").threadSubscribed))
             let kick = try await chat.post("!kick", as: "carol", to: .group("other"))
             try await chat.settle()
             #expect(try await chat.service.message(kick.id, as: "alice").deletedAt != 0)

@@ -153,3 +153,11 @@ public struct PluginRegistry: Sendable {
         entries[name]?.make(config, path)
     }
 }
+
+extension PluginRegistry {
+    /// The findings of the bots' plugin configurations (`perch check` runs this, as the host does at
+    /// start): each `config:` subtree decoded into its plugin's `Configuration`.
+    public func check(_ bots: [LoadedBot], threadSubscriptionGate: Bool = true) -> [Finding] {
+        BotCompiler(registry: self, gate: threadSubscriptionGate).compile(bots).findings
+    }
+}

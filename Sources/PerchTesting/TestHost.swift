@@ -83,14 +83,19 @@ public struct TestChat: Sendable {
         }
     }
 
-    /// Waits until every bot has handled every event committed so far.
+    /// Waits until the bots are quiet: every bot has handled every event, including the events its
+    /// own and other bots' reactions made (chains of bots settle too).
     public func settle(timeout: Duration = .seconds(5)) async throws {
-        let latest = try await service.store.latestEventSequence()
         let names = await host.configuration.bots.filter(\.bot.enabled).map(\.bot.name)
-        for name in names {
-            _ = try await waitFor(timeout: timeout, "bot \(name) to reach event \(latest)") {
-                try await self.service.cursor(consumer: "bot:\(name)") >= latest ? true : nil
+        let deadline = ContinuousClock.now + timeout
+        while true {
+            let latest = try await service.store.latestEventSequence()
+            for name in names {
+                _ = try await waitFor(timeout: deadline - ContinuousClock.now, "bot \(name) to reach event \(latest)") {
+                    try await self.service.cursor(consumer: "bot:\(name)") >= latest ? true : nil
+                }
             }
+            if try await service.store.latestEventSequence() == latest { return }
         }
     }
 }

@@ -2,6 +2,7 @@ import Foundation
 import PerchChat
 import PerchSQLite
 import PerchService
+import Synchronization
 import Testing
 
 @Suite struct HostCrashTests {
@@ -65,17 +66,24 @@ import Testing
         let service = ChatService(store: store)
         #expect(try await waitUntil(.seconds(20)) { (try? await service.cursor(consumer: "bot:b")) ?? 0 > 0 })
 
-        let total = 300
-        for index in 0..<total {
-            _ = try await service.send(MessageDraft(to: .group("room"), text: "!ping \(index)"), as: "carol")
+        // The stream keeps flowing while the host is killed and restarted.
+        let total = 400
+        let posted = Counter()
+        let writer = Task {
+            for index in 0..<total {
+                _ = try await service.send(MessageDraft(to: .group("room"), text: "!ping \(index)"), as: "carol")
+                posted.increment()
+                try await Task.sleep(for: .milliseconds(5))
+            }
         }
         #expect(try await waitUntil(.seconds(20)) { try await pongs(service).count >= 20 })
         kill(host.processIdentifier, SIGKILL)
         host.waitUntilExit()
-        let atKill = try await pongs(service).count
-        #expect(atKill < total, "the kill should land mid-stream")
+        let postedAtKill = posted.value
+        #expect(postedAtKill < total, "the kill should land during the stream")
 
         host = try startHost(directory)
+        try await writer.value
         #expect(try await waitUntil(.seconds(60)) { try await pongs(service).count >= total })
         try await Task.sleep(for: .milliseconds(500))
         host.terminate()
@@ -87,4 +95,11 @@ import Testing
         #expect(Set(replies) == Set((0..<total).map { "pong \($0)" }))
         await store.close()
     }
+}
+
+/// A counter shared between tasks.
+final class Counter: Sendable {
+    private let count = Mutex(0)
+    func increment() { count.withLock { $0 += 1 } }
+    var value: Int { count.withLock { $0 } }
 }

@@ -21,6 +21,8 @@ import Testing
                 do: [{ plugin: karma }]
               - on: { command: sub }
                 do: [{ subscribe: sender }]
+              - on: { command: subbob }
+                do: [{ subscribe: bob }]
             """, extra: "plugins:\n  - name: karma\n    config: { unit: points, maximum: 2 }")
         try await withTestHost(config: hostConfig, bots: ["b.yaml": bot], registry: registry) { chat in
             for _ in 0..<3 { try await chat.post("swift++", as: "carol", to: .group("room")) }
@@ -32,6 +34,12 @@ import Testing
             try await chat.post("!sub", as: "carol", to: .group("room"), thread: root.id)
             try await chat.settle()
             #expect(KarmaPlugin.busLog.entries.contains("\(root.id):carol:true"))
+            // A failed subscription publishes nothing: bob is not in `other`.
+            let elsewhere = try await chat.post("in other", as: "carol", to: .group("other"))
+            try await chat.post("!subbob", as: "carol", to: .group("other"), thread: elsewhere.id)
+            try await chat.settle()
+            #expect(!KarmaPlugin.busLog.entries.contains { $0.hasPrefix("\(elsewhere.id):bob") })
+            #expect(await chat.log.contains { $0.contains("ERR_MESSAGE_NO_ACCESS") })
         }
     }
 

@@ -20,6 +20,8 @@ let package = Package(
         .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
         .systemLibrary(name: "CPCRE2", pkgConfig: "libpcre2-8", providers: [.apt(["libpcre2-dev"])]),
         .systemLibrary(name: "CHyperscan", pkgConfig: "libhs", providers: [.apt(["libhyperscan-dev"])]),
+        .systemLibrary(name: "CMicroHTTPD", pkgConfig: "libmicrohttpd", providers: [.apt(["libmicrohttpd-dev"])]),
+        .systemLibrary(name: "CCrypto", pkgConfig: "libcrypto", providers: [.apt(["libssl-dev"])]),
 
         // YAML with positions, on libyaml's event API.
         .target(name: "PerchYAML", dependencies: ["CYAML"]),
@@ -44,10 +46,16 @@ let package = Package(
         ),
         // Example plugins, loaded and run by the tests (examples/plugins holds the Python one).
         .target(name: "PerchExamplePlugins", dependencies: ["PerchHost", "PerchChat"]),
+        // The HTTP API: CometChat-shaped REST and Server-Sent Events on libmicrohttpd.
+        .target(
+            name: "PerchHTTP",
+            dependencies: ["CMicroHTTPD", "CCrypto", "PerchService", "PerchChat", "PerchHost", "PerchConfig"]
+        ),
         // The test harness for plugin authors: a host in-process on a temporary directory.
         .target(name: "PerchTesting", dependencies: ["PerchHost", "PerchConfig", "PerchService", "PerchChat"]),
         // The commands, thin: each builds a frontend, runs it, turns failure into an exit code.
-        .target(name: "PerchCLI", dependencies: ["PerchConfig", "PerchService", "PerchSQLite", "PerchHost"]),
+        .target(
+            name: "PerchCLI", dependencies: ["PerchConfig", "PerchService", "PerchSQLite", "PerchHost", "PerchHTTP"]),
         .executableTarget(name: "perch", dependencies: ["PerchCLI"]),
         // libFuzzer entry point for the configuration loader (build with --sanitize=fuzzer).
         .executableTarget(name: "FuzzConfig", dependencies: ["PerchConfig"]),
@@ -65,7 +73,7 @@ let package = Package(
             name: "PerchHostTests",
             dependencies: [
                 "PerchHost", "PerchTesting", "PerchConfig", "PerchService", "PerchChat", "PerchMatch", "PerchCLI",
-                "PerchSQLite", "perch", "PerchExamplePlugins",
+                "PerchSQLite", "perch", "PerchExamplePlugins", "PerchHTTP",
             ],
             resources: [.copy("Fixtures")]
         ),

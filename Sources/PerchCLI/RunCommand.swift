@@ -2,6 +2,7 @@ import Dispatch
 import Foundation
 import PerchChat
 import PerchConfig
+import PerchHTTP
 import PerchHost
 
 /// `perch run`: starts the host and keeps it running until SIGTERM or SIGINT; SIGHUP, or a change
@@ -44,11 +45,28 @@ public enum RunCommand {
             await host.stop()
             return code
         }
+        var server: HTTPServer?
+        if let config = loaded.config, let address = config.server.listenAddress, let service = await host.service {
+            let key = config.server.apiKey ?? ""
+            if key.isEmpty { logger.warning("server.apiKey is empty: every API request will be refused with 401") }
+            let api = PerchAPI(service: service, host: host, apiKey: key, metrics: host.metrics)
+            do {
+                server = try HTTPServer(
+                    host: address.host, port: address.port, maximumBodyBytes: config.server.maxBodyBytes,
+                    handler: { request in await api.respond(to: request) })
+                logger.info("http listening", ["address": "\(address.host):\(server!.port)"])
+            } catch {
+                logger.error("cannot start the HTTP API: \(error)")
+                await host.stop()
+                return 1
+            }
+        }
         let signals = SignalWatcher()
         let watcher = FileWatcher(paths: [configPath, loaded.resolve(loaded.config?.botsDirectory ?? "bots")])
         while true {
             switch await signals.next(orFileChange: watcher) {
             case .stop:
+                server?.stop()
                 await host.stop()
                 return 0
             case .reload:

@@ -588,6 +588,15 @@ final class SQLiteTransaction: ChatWriteTransaction {
         }
     }
 
+    func tokenOwner(hash: String) throws -> String? {
+        try db.query("SELECT uid FROM auth_tokens WHERE hash = ?", [.text(hash)]) { $0.text(0) }.first
+    }
+
+    func insertToken(hash: String, uid: String, at time: Int64) throws {
+        try db.run(
+            "INSERT INTO auth_tokens (hash, uid, created_at) VALUES (?, ?, ?)", [.text(hash), .text(uid), .int(time)])
+    }
+
     func latestSequence() throws -> Int64 {
         try db.scalar("SELECT coalesce(max(seq), 0) FROM events") ?? 0
     }

@@ -143,5 +143,13 @@ enum Schema {
             PRIMARY KEY (bot, key)
         ) WITHOUT ROWID;
         """,
+        // 5: user auth tokens of the HTTP API, stored as SHA-256 hashes only.
+        """
+        CREATE TABLE auth_tokens (
+            hash TEXT PRIMARY KEY,
+            uid TEXT NOT NULL,
+            created_at INTEGER NOT NULL
+        ) WITHOUT ROWID;
+        """,
     ]
 }

@@ -45,6 +45,9 @@ public final class ChatService: Sendable {
         }
     }
 
+    /// Any error as a wire-safe one: a `ChatError` as it is, anything else logged with an id.
+    public func wireSafeError(_ error: any Error) -> ChatError { wireSafe(error) }
+
     func wireSafe(_ error: any Error) -> ChatError {
         if let chat = error as? ChatError { return chat }
         let id = UUID().uuidString.prefix(8).lowercased()

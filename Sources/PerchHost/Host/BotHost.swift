@@ -51,8 +51,8 @@ public actor BotHost {
     public private(set) var state: State = .idle
     public private(set) var configuration: LoadedConfiguration
     public let options: Options
-    public let metrics = HostMetrics()
-    public let bus = HostEventBus()
+    public nonisolated let metrics = HostMetrics()
+    public nonisolated let bus = HostEventBus()
     public private(set) var service: ChatService?
     var store: SQLiteChatStore?
     let runtimes = Mutex<[String: BotRuntime]>([:])

@@ -59,6 +59,8 @@ public protocol ChatReadTransaction {
     func events(for uid: String, session: String?, after seq: Int64, limit: Int) throws -> EventPage
     func cursor(consumer: String) throws -> Int64?
     func pluginValue(bot: String, key: String) throws -> String?
+    /// The user of an auth token, by the token's hash.
+    func tokenOwner(hash: String) throws -> String?
 }
 
 /// The typed writes; every write transaction can also read.
@@ -88,6 +90,7 @@ public protocol ChatWriteTransaction: ChatReadTransaction {
     func setCursor(consumer: String, seq: Int64) throws
     /// Sets (or with nil removes) a bot's plugin value.
     func setPluginValue(bot: String, key: String, value: String?) throws
+    func insertToken(hash: String, uid: String, at time: Int64) throws
 }
 
 /// A page request over one conversation's messages, in the store's terms.

@@ -70,3 +70,21 @@ extension ChatService {
         return try await reading { tx in try tx.users(limit: limit, after: after) }
     }
 }
+
+extension ChatService {
+    /// Records an auth token for `uid` by its hash (the token itself is never stored).
+    /// - Throws: `ERR_UID_NOT_FOUND`.
+    public func storeToken(hash: String, for uid: String) async throws(ChatError) {
+        let now = clock.now()
+        _ = try await writing { tx -> Bool in
+            _ = try Self.requireUser(tx, uid)
+            try tx.insertToken(hash: hash, uid: uid, at: now)
+            return true
+        }
+    }
+
+    /// The user a token hash belongs to, or nil.
+    public func tokenOwner(hash: String) async throws(ChatError) -> String? {
+        try await reading { tx in try tx.tokenOwner(hash: hash) }
+    }
+}

@@ -1,0 +1,3 @@
+#include <openssl/crypto.h>
+#include <openssl/rand.h>
+#include <openssl/sha.h>

@@ -1,0 +1,34 @@
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <stdint.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <microhttpd.h>
+
+/// MHD_start_daemon is variadic; this starts a thread-per-connection daemon bound to `host`
+/// (an IPv4 literal) and `port` (0 picks a free one), with a completion callback.
+static inline struct MHD_Daemon *perch_mhd_start(const char *host, uint16_t port, MHD_AccessHandlerCallback handler,
+    void *context, MHD_RequestCompletedCallback completed, unsigned int connectionLimit, unsigned int timeoutSeconds) {
+    struct sockaddr_in address;
+    memset(&address, 0, sizeof(address));
+    address.sin_family = AF_INET;
+    address.sin_port = htons(port);
+    if (inet_pton(AF_INET, host, &address.sin_addr) != 1) return NULL;
+    unsigned int flags = MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_POLL
+        | MHD_USE_ERROR_LOG;
+    return MHD_start_daemon(flags, port, NULL, NULL, handler, context,
+        MHD_OPTION_NOTIFY_COMPLETED, completed, context,
+        MHD_OPTION_SOCK_ADDR, (struct sockaddr *) &address,
+        MHD_OPTION_CONNECTION_LIMIT, connectionLimit,
+        MHD_OPTION_CONNECTION_TIMEOUT, timeoutSeconds,
+        MHD_OPTION_END);
+}
+
+/// The port a daemon listens on (after binding port 0).
+static inline uint16_t perch_mhd_port(struct MHD_Daemon *daemon) {
+    const union MHD_DaemonInfo *info = MHD_get_daemon_info(daemon, MHD_DAEMON_INFO_BIND_PORT);
+    return info == NULL ? 0 : info->port;
+}
+
+static inline ssize_t perch_mhd_end_of_stream(void) { return MHD_CONTENT_READER_END_OF_STREAM; }
+static inline uint64_t perch_mhd_size_unknown(void) { return MHD_SIZE_UNKNOWN; }

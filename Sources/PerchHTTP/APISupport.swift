@@ -1,0 +1,167 @@
+import CCrypto
+import Foundation
+import PerchChat
+
+/// A request body read strictly: every field a handler reads is checked for its type, and any
+/// field it did not read is refused, so a typo is a 400 naming the field, never silently ignored.
+struct JSONBody {
+    let object: [String: JSONValue]
+    let prefix: String
+    private(set) var read: Set<String> = []
+
+    init(_ bytes: [UInt8], allowEmpty: Bool = true) throws(ChatError) {
+        prefix = ""
+        if bytes.allSatisfy({ $0 == 0x20 || $0 == 0x0A || $0 == 0x0D || $0 == 0x09 }) {
+            guard allowEmpty else { throw .badRequest("body", "a JSON object is required") }
+            object = [:]
+            return
+        }
+        guard let parsed = try? JSONDecoder().decode(JSONValue.self, from: Data(bytes)) else {
+            throw .badRequest("body", "malformed JSON")
+        }
+        guard case .object(let dictionary) = parsed else { throw .badRequest("body", "expected a JSON object") }
+        object = dictionary
+    }
+
+    private init(object: [String: JSONValue], prefix: String) {
+        self.object = object
+        self.prefix = prefix
+    }
+
+    mutating func value(_ key: String) -> JSONValue? {
+        read.insert(key)
+        guard let value = object[key], value != .null else { return nil }
+        return value
+    }
+
+    mutating func string(_ key: String, required: Bool = false) throws(ChatError) -> String? {
+        guard let value = value(key) else {
+            if required { throw .badRequest(prefix + key, "is required") }
+            return nil
+        }
+        guard case .string(let text) = value else { throw .badRequest(prefix + key, "expected a string") }
+        return text
+    }
+
+    mutating func int(_ key: String) throws(ChatError) -> Int64? {
+        guard let value = value(key) else { return nil }
+        switch value {
+        case .number(let number) where number == number.rounded() && abs(number) < 9e15: return Int64(number)
+        case .string(let text) where Int64(text) != nil: return Int64(text)
+        default: throw .badRequest(prefix + key, "expected an integer")
+        }
+    }
+
+    mutating func bool(_ key: String) throws(ChatError) -> Bool? {
+        guard let value = value(key) else { return nil }
+        guard case .bool(let flag) = value else { throw .badRequest(prefix + key, "expected true or false") }
+        return flag
+    }
+
+    mutating func strings(_ key: String) throws(ChatError) -> [String]? {
+        guard let value = value(key) else { return nil }
+        guard case .array(let items) = value else { throw .badRequest(prefix + key, "expected a list of strings") }
+        var result: [String] = []
+        for item in items {
+            guard case .string(let text) = item else { throw .badRequest(prefix + key, "expected a list of strings") }
+            result.append(text)
+        }
+        return result
+    }
+
+    mutating func json(_ key: String) -> JSONValue? { value(key) }
+
+    mutating func object(_ key: String) throws(ChatError) -> JSONBody? {
+        guard let value = value(key) else { return nil }
+        guard case .object(let dictionary) = value else { throw .badRequest(prefix + key, "expected an object") }
+        return JSONBody(object: dictionary, prefix: prefix + key + ".")
+    }
+
+    /// Refuses fields nobody read.
+    func finish() throws(ChatError) {
+        if let unknown = object.keys.sorted().first(where: { !read.contains($0) }) {
+            throw .badRequest(prefix + unknown, "unknown field")
+        }
+    }
+}
+
+/// Tokens, keys and their hashes.
+enum Secrets {
+    /// A new random token, 32 bytes as hex.
+    static func newToken() -> String {
+        var bytes = [UInt8](repeating: 0, count: 32)
+        if RAND_bytes(&bytes, Int32(bytes.count)) != 1 {
+            var generator = SystemRandomNumberGenerator()
+            for index in bytes.indices { bytes[index] = UInt8.random(in: 0...255, using: &generator) }
+        }
+        return bytes.map { String(format: "%02x", $0) }.joined()
+    }
+
+    /// SHA-256 of `text`, as hex: what the database keeps of a token.
+    static func hash(_ text: String) -> String {
+        var digest = [UInt8](repeating: 0, count: Int(SHA256_DIGEST_LENGTH))
+        let bytes = Array(text.utf8)
+        _ = SHA256(bytes, bytes.count, &digest)
+        return digest.map { String(format: "%02x", $0) }.joined()
+    }
+
+    /// Compares in time independent of where the two differ.
+    static func equal(_ a: String, _ b: String) -> Bool {
+        let left = Array(hash(a).utf8)
+        let right = Array(hash(b).utf8)
+        return CRYPTO_memcmp(left, right, left.count) == 0
+    }
+}
+
+/// The HTTP status of each error code.
+extension ChatError.Code {
+    var httpStatus: Int {
+        switch self {
+        case .authNoCredentials, .authInvalidToken, .authInvalidAPIKey: return 401
+        case .permissionDenied, .groupNoClearance, .groupNoScopeClearance, .messageNotASender, .featureNotAccessible,
+            .messageNoAccess, .bannedGroupMember, .groupNotJoined, .groupJoinNotAllowed, .groupNoSelfAction:
+            return 403
+        case .messageIdNotFound, .uidNotFound, .guidNotFound, .notAMember: return 404
+        case .pinnedMessagesLimitExceeded, .savedMessagesLimitExceeded, .messageActionNotAllowed, .alreadyJoined,
+            .uidAlreadyExists, .guidAlreadyExists, .sameScope, .messageThreadNesting, .wrongMessageThread:
+            return 409
+        case .tooManyRequests: return 429
+        case .internalError: return 500
+        default: return 400
+        }
+    }
+}
+
+/// JSON text of API answers.
+enum APIJSON {
+    static func error(_ error: ChatError) -> String {
+        var writer = JSONWriter()
+        writer.raw("{\"error\":{\"code\":")
+        writer.string(error.code.rawValue)
+        writer.raw(",\"message\":")
+        writer.string(error.message)
+        writer.raw(",\"details\":")
+        writer.value(
+            .object(
+                error.params.mapValues { value in
+                    switch value {
+                    case .int(let number): return .number(Double(number))
+                    case .string(let text): return .string(text)
+                    }
+                }))
+        writer.raw("}}")
+        return writer.output
+    }
+
+    static func encode<T: Encodable>(_ value: T) -> String {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        return (try? encoder.encode(value)).map { String(decoding: $0, as: UTF8.self) } ?? "null"
+    }
+
+    static func data(_ inner: String) -> String { "{\"data\":\(inner)}" }
+
+    static func list(_ items: [String], meta: String = "{}") -> String {
+        "{\"data\":[\(items.joined(separator: ","))],\"meta\":\(meta)}"
+    }
+}

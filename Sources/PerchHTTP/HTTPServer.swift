@@ -1,0 +1,276 @@
+import CMicroHTTPD
+import Dispatch
+import Foundation
+import Synchronization
+
+/// An HTTP request as the handlers see it.
+public struct HTTPRequest: Sendable {
+    public var method: String
+    public var path: String
+    /// Query arguments, percent-decoded by libmicrohttpd.
+    public var query: [String: String]
+    /// Header values by lowercased name.
+    public var headers: [String: String]
+    public var body: [UInt8]
+
+    public init(
+        method: String, path: String, query: [String: String] = [:], headers: [String: String] = [:],
+        body: [UInt8] = []
+    ) {
+        self.method = method
+        self.path = path
+        self.query = query
+        self.headers = headers
+        self.body = body
+    }
+
+    public func header(_ name: String) -> String? { headers[name.lowercased()] }
+}
+
+/// A response: a body, or a stream of Server-Sent Events.
+public struct HTTPResponse: Sendable {
+    public var status: Int
+    public var headers: [(String, String)]
+    public var body: [UInt8]
+    public var stream: EventStreamSource?
+
+    public init(status: Int, headers: [(String, String)] = [], body: [UInt8] = [], stream: EventStreamSource? = nil) {
+        self.status = status
+        self.headers = headers
+        self.body = body
+        self.stream = stream
+    }
+
+    public static func json(_ status: Int, _ text: String) -> HTTPResponse {
+        HTTPResponse(status: status, headers: [("Content-Type", "application/json")], body: Array(text.utf8))
+    }
+
+    public static func text(_ status: Int, _ text: String, type: String = "text/plain; charset=utf-8") -> HTTPResponse {
+        HTTPResponse(status: status, headers: [("Content-Type", type)], body: Array(text.utf8))
+    }
+}
+
+/// Produces the chunks of a streamed response; `next(timeout:)` returns nil at the end.
+public protocol EventStreamSource: AnyObject, Sendable {
+    /// The next bytes to send, an empty array when `timeout` passed with nothing (a heartbeat is
+    /// then sent), or nil when the stream is over.
+    func next(timeout: Duration) -> [UInt8]?
+    /// The client went away.
+    func close()
+}
+
+/// An HTTP server on libmicrohttpd: one thread per connection, keep-alive, bodies up to a limit.
+/// Handlers are async; the connection's thread waits for them.
+public final class HTTPServer: Sendable {
+    public typealias Handler = @Sendable (HTTPRequest) async -> HTTPResponse
+
+    let handler: Handler
+    let maximumBodyBytes: Int
+    let heartbeat: Duration
+    private let daemon: Mutex<DaemonBox?> = Mutex(nil)
+    private let context: ServerContext
+    public let port: UInt16
+
+    struct DaemonBox: @unchecked Sendable {
+        // Owned by the server; MHD is thread-safe for stop.
+        let pointer: OpaquePointer
+    }
+
+    /// Starts listening on `host:port` (port 0 picks a free one).
+    /// - Throws: ``HTTPServerError`` when the address cannot be bound.
+    public init(
+        host: String, port: UInt16, maximumBodyBytes: Int, heartbeat: Duration = .seconds(15),
+        handler: @escaping Handler
+    ) throws {
+        self.handler = handler
+        self.maximumBodyBytes = maximumBodyBytes
+        self.heartbeat = heartbeat
+        let box = ServerContext()
+        // The daemon holds an unretained pointer; `context` keeps the box alive as long as the server.
+        guard
+            let started = perch_mhd_start(
+                host, port, accessHandler, Unmanaged.passUnretained(box).toOpaque(), completedHandler, 1024, 300)
+        else {
+            throw HTTPServerError(description: "cannot listen on \(host):\(port)")
+        }
+        context = box
+        self.port = perch_mhd_port(started)
+        daemon.withLock { $0 = DaemonBox(pointer: started) }
+        box.server.withLock { $0 = WeakServer(self) }
+    }
+
+    /// Stops accepting and closes every connection.
+    public func stop() {
+        guard
+            let box = daemon.withLock({ state -> DaemonBox? in
+                defer { state = nil }
+                return state
+            })
+        else { return }
+        MHD_stop_daemon(box.pointer)
+        context.server.withLock { $0 = nil }
+    }
+
+    deinit { stop() }
+
+    /// Runs the async handler for a complete request on the connection's thread.
+    func respond(to request: HTTPRequest) -> HTTPResponse {
+        let result = Mutex<HTTPResponse?>(nil)
+        let done = DispatchSemaphore(value: 0)
+        let handler = self.handler
+        Task {
+            let response = await handler(request)
+            result.withLock { $0 = response }
+            done.signal()
+        }
+        done.wait()
+        return result.withLock { $0 } ?? .json(500, #"{"error":{"code":"ERR_INTERNAL","message":"no response"}}"#)
+    }
+}
+
+public struct HTTPServerError: Error, CustomStringConvertible {
+    public var description: String
+}
+
+/// What the C callbacks reach through their context pointer.
+final class ServerContext: Sendable {
+    let server = Mutex<WeakServer?>(nil)
+}
+
+/// The server as its C callbacks see it, without keeping it alive.
+struct WeakServer: @unchecked Sendable {
+    weak var value: HTTPServer?
+    init(_ value: HTTPServer) { self.value = value }
+}
+
+/// One request's state between libmicrohttpd's calls: the body as it arrives.
+final class RequestState {
+    var body: [UInt8] = []
+    var tooLarge = false
+}
+
+private func collect(_ connection: OpaquePointer?, _ kind: MHD_ValueKind, lowercase: Bool) -> [String: String] {
+    final class Box {
+        var values: [String: String] = [:]
+        let lowercase: Bool
+        init(lowercase: Bool) { self.lowercase = lowercase }
+    }
+    let box = Box(lowercase: lowercase)
+    let pointer = Unmanaged.passUnretained(box).toOpaque()
+    _ = MHD_get_connection_values(
+        connection, kind,
+        { context, _, key, value in
+            guard let context, let key else { return .YES }
+            let box = Unmanaged<Box>.fromOpaque(context).takeUnretainedValue()
+            let name = String(cString: key)
+            box.values[box.lowercase ? name.lowercased() : name] = value.map { String(cString: $0) } ?? ""
+            return .YES
+        }, pointer)
+    return box.values
+}
+
+let accessHandler: MHD_AccessHandlerCallback = {
+    context, connection, url, method, _, uploadData, uploadSize, requestContext in
+    guard let context, let requestContext, let uploadSize else { return .NO }
+    if requestContext.pointee == nil {
+        requestContext.pointee = Unmanaged.passRetained(RequestState()).toOpaque()
+        return .YES
+    }
+    let state = Unmanaged<RequestState>.fromOpaque(requestContext.pointee!).takeUnretainedValue()
+    guard let server = Unmanaged<ServerContext>.fromOpaque(context).takeUnretainedValue().server.withLock({ $0?.value })
+    else { return .NO }
+    if uploadSize.pointee > 0 {
+        if !state.tooLarge, let uploadData {
+            if state.body.count + uploadSize.pointee > server.maximumBodyBytes {
+                state.tooLarge = true
+                state.body = []
+            } else {
+                uploadData.withMemoryRebound(to: UInt8.self, capacity: uploadSize.pointee) { bytes in
+                    state.body.append(contentsOf: UnsafeBufferPointer(start: bytes, count: uploadSize.pointee))
+                }
+            }
+        }
+        uploadSize.pointee = 0
+        return .YES
+    }
+    let response: HTTPResponse
+    if state.tooLarge {
+        response = .json(
+            413,
+            #"{"error":{"code":"ERR_BAD_REQUEST","message":"The body is larger than \#(server.maximumBodyBytes) bytes.","details":{"field":"body","limit":\#(server.maximumBodyBytes)}}}"#
+        )
+    } else {
+        let path = url.map { String(cString: $0) } ?? "/"
+        let request = HTTPRequest(
+            method: method.map { String(cString: $0) } ?? "GET", path: path,
+            query: collect(connection, .GET_ARGUMENT_KIND, lowercase: false),
+            headers: collect(connection, .HEADER_KIND, lowercase: true), body: state.body)
+        response = server.respond(to: request)
+    }
+    return queue(response, on: connection, server: server)
+}
+
+let completedHandler: MHD_RequestCompletedCallback = { _, _, requestContext, _ in
+    guard let requestContext, let pointer = requestContext.pointee else { return }
+    Unmanaged<RequestState>.fromOpaque(pointer).release()
+    requestContext.pointee = nil
+}
+
+/// A streamed body's reader state, owned by libmicrohttpd until its free callback.
+final class StreamBox {
+    let source: any EventStreamSource
+    let heartbeat: Duration
+    var pending: [UInt8] = []
+    var finished = false
+
+    init(source: any EventStreamSource, heartbeat: Duration) {
+        self.source = source
+        self.heartbeat = heartbeat
+    }
+}
+
+func queue(_ response: HTTPResponse, on connection: OpaquePointer?, server: HTTPServer) -> MHD_Result {
+    let mhdResponse: OpaquePointer?
+    if let stream = response.stream {
+        let box = StreamBox(source: stream, heartbeat: server.heartbeat)
+        mhdResponse = MHD_create_response_from_callback(
+            perch_mhd_size_unknown(), 4096,
+            { context, _, buffer, maximum in
+                guard let context, let buffer else { return perch_mhd_end_of_stream() }
+                let box = Unmanaged<StreamBox>.fromOpaque(context).takeUnretainedValue()
+                if box.pending.isEmpty {
+                    if box.finished { return perch_mhd_end_of_stream() }
+                    switch box.source.next(timeout: box.heartbeat) {
+                    case nil:
+                        box.finished = true
+                        return perch_mhd_end_of_stream()
+                    case let chunk? where chunk.isEmpty:
+                        box.pending = Array(": heartbeat\n\n".utf8)
+                    case let chunk?:
+                        box.pending = chunk
+                    }
+                }
+                let count = min(maximum, box.pending.count)
+                box.pending.withUnsafeBytes { bytes in
+                    UnsafeMutableRawPointer(buffer).copyMemory(from: bytes.baseAddress!, byteCount: count)
+                }
+                box.pending.removeFirst(count)
+                return count
+            }, Unmanaged.passRetained(box).toOpaque(),
+            { context in
+                guard let context else { return }
+                let box = Unmanaged<StreamBox>.fromOpaque(context).takeRetainedValue()
+                box.source.close()
+            })
+    } else {
+        mhdResponse = response.body.withUnsafeBytes { bytes in
+            MHD_create_response_from_buffer(
+                bytes.count, UnsafeMutableRawPointer(mutating: bytes.baseAddress), .RESPMEM_MUST_COPY)
+        }
+    }
+    guard let mhdResponse else { return .NO }
+    for (name, value) in response.headers { MHD_add_response_header(mhdResponse, name, value) }
+    let result = MHD_queue_response(connection, UInt32(response.status), mhdResponse)
+    MHD_destroy_response(mhdResponse)
+    return result
+}

@@ -1,0 +1,273 @@
+import Foundation
+import PerchChat
+import PerchService
+
+extension PerchAPI {
+    static func groupRoutes() -> [Route] {
+        [
+            route("GET", "v3/groups", name: "groups.list") { api, request in
+                let groups = try await api.service.groups(
+                    as: request.caller.uid, limit: try request.queryInt("limit", default: 100, range: 1...100)!,
+                    after: request.query("after"))
+                return .json(200, APIJSON.list(groups.map(APIJSON.encode)))
+            },
+            route("POST", "v3/groups", name: "groups.create") { api, request in
+                var body = try request.body()
+                let guid = try body.string("guid", required: true)!
+                let name = try body.string("name", required: true)!
+                let typeText = try body.string("type") ?? "public"
+                let metadata = body.json("metadata")
+                let owner = try body.string("owner")
+                try body.finish()
+                guard let type = GroupType(rawValue: typeText) else {
+                    throw ChatError.badRequest("type", "public or private")
+                }
+                let group = try await api.service.createGroup(
+                    guid: guid, name: name, type: type, owner: owner ?? request.caller.uid, metadata: metadata)
+                return .json(200, APIJSON.data(APIJSON.encode(group)))
+            },
+            route("GET", "v3/groups/{guid}", name: "groups.get") { api, request in
+                .json(
+                    200,
+                    APIJSON.data(
+                        APIJSON.encode(try await api.service.group(request.parameter("guid"), as: request.caller.uid))))
+            },
+            route("GET", "v3/groups/{guid}/members", name: "members.list") { api, request in
+                let members = try await api.service.members(
+                    of: request.parameter("guid"), as: request.caller.uid,
+                    limit: try request.queryInt("limit", default: 100, range: 1...1000)!, after: request.query("after"))
+                return .json(200, APIJSON.list(members.map(APIJSON.encode)))
+            },
+            route("POST", "v3/groups/{guid}/members", name: "members.add") { api, request in
+                var body = try request.body()
+                var additions: [(uid: String, scope: GroupMemberScope)] = []
+                for (field, scope) in [
+                    ("participants", GroupMemberScope.participant), ("moderators", .moderator), ("admins", .admin),
+                ] {
+                    for uid in try body.strings(field) ?? [] { additions.append((uid, scope)) }
+                }
+                try body.finish()
+                try await api.service.addMembers(to: request.parameter("guid"), additions, by: request.caller.uid)
+                return .json(200, APIJSON.data(#"{"success":true}"#))
+            },
+            route("POST", "v3/groups/{guid}/join", name: "groups.join") { api, request in
+                let member = try await api.service.join(request.parameter("guid"), as: request.caller.uid)
+                return .json(200, APIJSON.data(APIJSON.encode(member)))
+            },
+            route("POST", "v3/groups/{guid}/leave", name: "groups.leave") { api, request in
+                try await api.service.leave(request.parameter("guid"), as: request.caller.uid)
+                return .json(200, APIJSON.data(#"{"success":true}"#))
+            },
+            route("PUT", "v3/groups/{guid}/members/{uid}", name: "members.scope") { api, request in
+                var body = try request.body()
+                let scopeText = try body.string("scope", required: true)!
+                try body.finish()
+                guard let scope = GroupMemberScope(rawValue: scopeText) else {
+                    throw ChatError.badRequest("scope", "admin, moderator or participant")
+                }
+                let member = try await api.service.changeScope(
+                    of: request.parameter("uid"), in: request.parameter("guid"), to: scope, by: request.caller.uid)
+                return .json(200, APIJSON.data(APIJSON.encode(member)))
+            },
+            route("DELETE", "v3/groups/{guid}/members/{uid}", name: "members.kick") { api, request in
+                try await api.service.kick(
+                    request.parameter("uid"), from: request.parameter("guid"), by: request.caller.uid)
+                return .json(200, APIJSON.data(#"{"success":true}"#))
+            },
+            route("POST", "v3/groups/{guid}/bannedusers/{uid}", name: "bans.add") { api, request in
+                try await api.service.ban(
+                    request.parameter("uid"), from: request.parameter("guid"), by: request.caller.uid)
+                return .json(200, APIJSON.data(#"{"success":true}"#))
+            },
+            route("DELETE", "v3/groups/{guid}/bannedusers/{uid}", name: "bans.remove") { api, request in
+                try await api.service.unban(
+                    request.parameter("uid"), from: request.parameter("guid"), by: request.caller.uid)
+                return .json(200, APIJSON.data(#"{"success":true}"#))
+            },
+        ]
+    }
+
+    static func messageRoutes() -> [Route] {
+        [
+            route("POST", "v3/messages", name: "messages.send") { api, request in
+                var body = try request.body()
+                let draft = try api.draft(&body, parent: nil)
+                try body.finish()
+                return try await api.sent(draft, request)
+            },
+            route("GET", "v3/messages", name: "messages.saved") { api, request in
+                guard try request.queryBool("saved") == true else {
+                    throw ChatError.badRequest("saved", "GET /v3/messages lists saved messages: give saved=true")
+                }
+                var messagesRequest = try api.messagesRequest(request)
+                messagesRequest.saved = true
+                return try await api.page(messagesRequest, request)
+            },
+            route("GET", "v3/messages/{id}", name: "messages.get") { api, request in
+                .json(200, APIJSON.data(try await api.service.message(try request.id(), as: request.caller.uid).json))
+            },
+            route("PUT", "v3/messages/{id}", name: "messages.edit") { api, request in
+                var body = try request.body()
+                var text: String?
+                var metadata: JSONValue?
+                var custom: JSONValue?
+                if var data = try body.object("data") {
+                    text = try data.string("text")
+                    metadata = data.json("metadata")
+                    custom = data.json("customData")
+                    try data.finish()
+                }
+                try body.finish()
+                let message = try await api.service.edit(
+                    try request.id(), text: text, data: custom, metadata: metadata, as: request.caller.uid)
+                return .json(200, APIJSON.data(message.json))
+            },
+            route("DELETE", "v3/messages/{id}", name: "messages.delete") { api, request in
+                .json(200, APIJSON.data(try await api.service.delete(try request.id(), as: request.caller.uid).json))
+            },
+            route("POST", "v3/messages/{id}/thread", name: "thread.reply") { api, request in
+                var body = try request.body()
+                let parent = try await api.service.message(try request.id(), as: request.caller.uid)
+                let draft = try api.draft(&body, parent: parent)
+                try body.finish()
+                return try await api.sent(draft, request)
+            },
+            route("GET", "v3/messages/{id}/thread", name: "thread.list") { api, request in
+                var messagesRequest = try api.messagesRequest(request)
+                messagesRequest.parentMessageId = try request.id()
+                return try await api.page(messagesRequest, request)
+            },
+            route("GET", "v3/users/{uid}/messages", name: "conversation.user") { api, request in
+                var messagesRequest = try api.messagesRequest(request)
+                messagesRequest.uid = request.parameter("uid")
+                return try await api.page(messagesRequest, request)
+            },
+            route("GET", "v3/groups/{guid}/messages", name: "conversation.group") { api, request in
+                var messagesRequest = try api.messagesRequest(request)
+                messagesRequest.guid = request.parameter("guid")
+                return try await api.page(messagesRequest, request)
+            },
+            route("POST", "v3/messages/{id}/pin", name: "pin") { api, request in
+                .json(200, APIJSON.data(try await api.service.pin(try request.id(), as: request.caller.uid).json))
+            },
+            route("DELETE", "v3/messages/{id}/pin", name: "unpin") { api, request in
+                .json(200, APIJSON.data(try await api.service.unpin(try request.id(), as: request.caller.uid).json))
+            },
+            route("POST", "v3/messages/{id}/save", name: "save") { api, request in
+                let message = try await api.service.save(
+                    try request.id(), as: request.caller.uid, session: request.caller.session)
+                return .json(200, APIJSON.data(message.json))
+            },
+            route("DELETE", "v3/messages/{id}/save", name: "unsave") { api, request in
+                let message = try await api.service.unsave(
+                    try request.id(), as: request.caller.uid, session: request.caller.session)
+                return .json(200, APIJSON.data(message.json))
+            },
+        ]
+    }
+
+    /// A draft from a CometChat-shaped body: receiver, receiverType, category, type, data{text,
+    /// metadata, attachments, customData}, muid, quotedMessageId, parentId, tags.
+    func draft(_ body: inout JSONBody, parent: Message?) throws(ChatError) -> MessageDraft {
+        let receiver: Receiver
+        if let parent {
+            receiver = parent.receiver
+            _ = try body.string("receiver")
+            _ = try body.string("receiverType")
+        } else {
+            let id = try body.string("receiver", required: true)!
+            switch try body.string("receiverType", required: true)! {
+            case "user": receiver = .user(id)
+            case "group": receiver = .group(id)
+            default: throw ChatError(.invalidReceiverType)
+            }
+        }
+        let categoryText = try body.string("category") ?? "message"
+        guard let category = MessageCategory(rawValue: categoryText) else {
+            throw .badRequest("category", "message or custom")
+        }
+        let type = try body.string("type") ?? MessageType.text
+        var draft = MessageDraft(to: receiver, type: type, category: category)
+        if var data = try body.object("data") {
+            draft.text = try data.string("text")
+            draft.metadata = data.json("metadata")
+            draft.data = data.json("customData")
+            if let attachments = data.json("attachments") {
+                guard
+                    let decoded = try? JSONDecoder().decode(
+                        [Attachment].self, from: Data(JSONWriter.text(attachments).utf8))
+                else {
+                    throw .badRequest("data.attachments", "expected a list of {name, size, mimeType, extension, url}")
+                }
+                draft.attachments = decoded
+            }
+            try data.finish()
+        }
+        draft.muid = try body.string("muid") ?? ""
+        draft.quotedMessageId = try body.int("quotedMessageId") ?? 0
+        draft.parentMessageId = parent?.parentMessageId == 0 ? parent!.id : (try body.int("parentId") ?? 0)
+        if let parent, parent.parentMessageId != 0 { draft.parentMessageId = parent.id }
+        draft.tags = try body.strings("tags") ?? []
+        return draft
+    }
+
+    func sent(_ draft: MessageDraft, _ request: Request) async throws(ChatError) -> HTTPResponse {
+        let message = try await service.send(draft, as: request.caller.uid)
+        return .json(200, APIJSON.data(message.json))
+    }
+
+    /// The MessagesRequest filters as query parameters.
+    func messagesRequest(_ request: Request) throws(ChatError) -> MessagesRequest {
+        var messagesRequest = MessagesRequest(limit: try request.queryInt("limit", default: 30, range: 1...100)!)
+        if let id = request.query("id") {
+            guard let value = Int64(id), value > 0 else { throw .badRequest("id", "expected a message id") }
+            messagesRequest.messageId = value
+        }
+        if let affix = request.query("affix"), affix != "append", affix != "prepend" {
+            throw .badRequest("affix", "append or prepend")
+        }
+        messagesRequest.hideReplies = try request.queryBool("hideReplies") ?? false
+        messagesRequest.hideDeleted = try request.queryBool("hideDeleted") ?? false
+        messagesRequest.pinned = try request.queryBool("pinned") ?? false
+        messagesRequest.searchKeyword = request.query("searchKey")
+        if let parent = request.query("parentMessageId") {
+            guard let value = Int64(parent), value >= 0 else { throw .badRequest("parentMessageId", "expected an id") }
+            messagesRequest.parentMessageId = value
+        }
+        if let categories = request.query("categories") {
+            messagesRequest.categories = try categories.split(separator: ",").map { text throws(ChatError) in
+                guard let category = MessageCategory(rawValue: String(text)) else {
+                    throw .badRequest("categories", "message, action or custom")
+                }
+                return category
+            }
+        }
+        if let types = request.query("types") { messagesRequest.types = types.split(separator: ",").map(String.init) }
+        if let mentioned = request.query("mentionedUids") {
+            messagesRequest.mentionedUids = mentioned.split(separator: ",").map(String.init)
+        }
+        return messagesRequest
+    }
+
+    func page(_ messagesRequest: MessagesRequest, _ request: Request) async throws(ChatError) -> HTTPResponse {
+        let forward = request.query("affix") == "append"
+        let page =
+            forward
+            ? try await service.fetchNext(messagesRequest, as: request.caller.uid)
+            : try await service.fetchPrevious(messagesRequest, as: request.caller.uid)
+        var meta = "{\"hasMore\":\(page.hasMore)"
+        if let previous = page.previousCursor { meta += ",\"previous\":{\"id\":\(previous),\"affix\":\"prepend\"}" }
+        if let next = page.nextCursor { meta += ",\"next\":{\"id\":\(next),\"affix\":\"append\"}" }
+        meta += "}"
+        return .json(200, APIJSON.list(page.messages.map(\.json), meta: meta))
+    }
+}
+
+extension JSONWriter {
+    /// JSON text of a value.
+    static func text(_ value: JSONValue) -> String {
+        var writer = JSONWriter()
+        writer.value(value)
+        return writer.output
+    }
+}

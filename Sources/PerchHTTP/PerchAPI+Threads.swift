@@ -1,0 +1,230 @@
+import Dispatch
+import Foundation
+import PerchChat
+import PerchHost
+import PerchService
+import Synchronization
+
+extension PerchAPI {
+    static func threadRoutes() -> [Route] {
+        [
+            route("POST", "v3/messages/{id}/thread/subscription", name: "thread.subscribe") { api, request in
+                let message = try await api.service.subscribeToThread(try request.id(), as: request.caller.uid)
+                return .json(200, APIJSON.data(message.json))
+            },
+            route("DELETE", "v3/messages/{id}/thread/subscription", name: "thread.unsubscribe") { api, request in
+                let message = try await api.service.unsubscribeFromThread(try request.id(), as: request.caller.uid)
+                return .json(200, APIJSON.data(message.json))
+            },
+            route("GET", "v3/threads", name: "threads") { api, request in
+                let options = ThreadsRequest.Options(
+                    limit: try request.queryInt("limit", default: 30, range: 1...100)!, uid: request.query("uid"),
+                    guid: request.query("guid"), participatedByMe: try request.queryBool("participatedByMe") ?? true)
+                var cursor: ThreadCursor?
+                if let text = request.query("cursor") {
+                    let parts = text.split(separator: ":")
+                    guard parts.count == 2, let time = Int64(parts[0]), let id = Int64(parts[1]) else {
+                        throw ChatError.badRequest("cursor", "expected updatedAt:parentMessageId from meta.next")
+                    }
+                    cursor = ThreadCursor(updatedAt: time, parentMessageId: id)
+                }
+                let page = try await api.service.fetchThreads(options, as: request.caller.uid, after: cursor)
+                var meta = "{\"hasMore\":\(page.hasMore)"
+                if page.hasMore, let last = page.threads.last {
+                    meta += ",\"next\":{\"cursor\":\"\(last.updatedAt):\(last.parentMessageId)\"}"
+                }
+                meta += "}"
+                return .json(200, APIJSON.list(page.threads.map(threadJSON), meta: meta))
+            },
+        ]
+    }
+
+    static func threadJSON(_ thread: MessageThread) -> String {
+        var writer = JSONWriter()
+        writer.raw("{\"parentMessageId\":\(thread.parentMessageId),\"parentMessage\":")
+        writer.message(thread.parentMessage)
+        writer.raw(",\"replyCount\":\(thread.replyCount),\"lastReply\":")
+        if let last = thread.lastReply { writer.message(last) } else { writer.raw("null") }
+        writer.raw(",\"conversationId\":")
+        writer.string(thread.conversationId)
+        writer.raw(",\"receiverType\":\"\(thread.receiverType.rawValue)\",\"receiverUid\":")
+        writer.string(thread.receiverUid)
+        writer.raw(
+            ",\"isSubscribed\":\(thread.isSubscribed),\"unreadReplyCount\":null,\"updatedAt\":\(thread.updatedAt)}")
+        return writer.output
+    }
+
+    static func notificationRoutes() -> [Route] {
+        [
+            route("GET", "v3/notifications/preferences", name: "preferences.get") { api, request in
+                .json(
+                    200,
+                    APIJSON.data(preferencesJSON(try await api.service.notificationPreferences(of: request.caller.uid)))
+                )
+            },
+            route("PUT", "v3/notifications/preferences", name: "preferences.update") { api, request in
+                var preferences = try await api.service.notificationPreferences(of: request.caller.uid)
+                var body = try request.body()
+                if var group = try body.object("groupPreferences") {
+                    preferences.group = try update(preferences.group, &group, prefix: "group")
+                    try group.finish()
+                }
+                if var direct = try body.object("oneOnOnePreferences") {
+                    preferences.oneOnOne = try update(preferences.oneOnOne, &direct, prefix: "oneOnOne")
+                    try direct.finish()
+                }
+                try body.finish()
+                let saved = try await api.service.updateNotificationPreferences(preferences, of: request.caller.uid)
+                return .json(200, APIJSON.data(preferencesJSON(saved)))
+            },
+            route("GET", "v3/notifications", name: "notifications") { api, request in
+                let after = Int64(request.query("after") ?? "0") ?? -1
+                guard after >= 0 else { throw ChatError.badRequest("after", "expected a sequence number") }
+                let records = try await api.service.notifications(
+                    for: request.caller.uid, after: after,
+                    limit: try request.queryInt("limit", default: 100, range: 1...1000)!)
+                let meta = records.last.map { #"{"next":{"after":\#($0.seq)}}"# } ?? "{}"
+                return .json(200, APIJSON.list(records.map(APIJSON.encode), meta: meta))
+            },
+        ]
+    }
+
+    static func preferencesJSON(_ preferences: NotificationPreferences) -> String {
+        """
+        {"groupPreferences":{"groupMessages":\(preferences.group.messages.rawValue),\
+        "groupReplies":\(preferences.group.replies.rawValue),\
+        "groupQuotedReplies":\(preferences.group.quotedReplies.rawValue)},\
+        "oneOnOnePreferences":{"oneOnOneMessages":\(preferences.oneOnOne.messages.rawValue),\
+        "oneOnOneReplies":\(preferences.oneOnOne.replies.rawValue),\
+        "oneOnOneQuotedReplies":\(preferences.oneOnOne.quotedReplies.rawValue)}}
+        """
+    }
+
+    /// Reads `<prefix>Messages`, `<prefix>Replies`, `<prefix>QuotedReplies` as numbers or names.
+    static func update(_ current: ConversationPreferences, _ body: inout JSONBody, prefix: String) throws(ChatError)
+        -> ConversationPreferences
+    {
+        var result = current
+        func option(_ key: String, _ names: [Int: String]) throws(ChatError) -> Int? {
+            guard let value = body.value(key) else { return nil }
+            switch value {
+            case .number(let number) where names[Int(number)] != nil: return Int(number)
+            case .string(let text):
+                if let match = names.first(where: { $0.value == text }) { return match.key }
+            default: break
+            }
+            throw .badRequest(
+                key,
+                "expected one of "
+                    + names.sorted { $0.key < $1.key }.map { "\($0.key) (\($0.value))" }
+                    .joined(separator: ", "))
+        }
+        let messageNames = Dictionary(uniqueKeysWithValues: MessagesOption.allCases.map { ($0.rawValue, $0.name) })
+        let replyNames = Dictionary(uniqueKeysWithValues: RepliesOption.allCases.map { ($0.rawValue, $0.name) })
+        let quoteNames = Dictionary(uniqueKeysWithValues: QuotedRepliesOption.allCases.map { ($0.rawValue, $0.name) })
+        if let raw = try option(prefix + "Messages", messageNames) { result.messages = MessagesOption(rawValue: raw)! }
+        if let raw = try option(prefix + "Replies", replyNames) { result.replies = RepliesOption(rawValue: raw)! }
+        if let raw = try option(prefix + "QuotedReplies", quoteNames) {
+            result.quotedReplies = QuotedRepliesOption(rawValue: raw)!
+        }
+        return result
+    }
+
+    /// `GET /v3/events`: Server-Sent Events for the caller, one per listener callback, resumed with
+    /// `Last-Event-ID`. Each connection is a session (`session` query or `X-Perch-Session` header,
+    /// announced in a first `perch.session` event): a save made with that session's header does
+    /// not come back on it.
+    func events(_ request: Request) async throws(ChatError) -> HTTPResponse {
+        let resume = request.http.header("last-event-id") ?? request.query("lastEventId")
+        var after: Int64
+        if let resume {
+            guard let value = Int64(resume), value >= 0 else {
+                throw .badRequest("Last-Event-ID", "expected a sequence")
+            }
+            after = value
+        } else {
+            after = (try? await service.store.latestEventSequence()) ?? 0
+        }
+        let session = request.query("session") ?? request.caller.session ?? UUID().uuidString.lowercased()
+        let source = ChatEventSource(
+            stream: service.eventStream(for: request.caller.uid, session: session, after: after), session: session,
+            metrics: metrics)
+        return HTTPResponse(
+            status: 200,
+            headers: [
+                ("Content-Type", "text/event-stream"), ("Cache-Control", "no-cache"), ("X-Accel-Buffering", "no"),
+            ],
+            stream: source)
+    }
+}
+
+/// Feeds one SSE connection from the user's event stream.
+final class ChatEventSource: EventStreamSource, @unchecked Sendable {
+    // `buffer` and `finished` are guarded by `lock`; `ready` wakes the connection's thread.
+    private let lock = NSLock()
+    private var buffer: [UInt8]
+    private var finished = false
+    private let ready = DispatchSemaphore(value: 0)
+    private var task: Task<Void, Never>?
+    let metrics: HostMetrics
+
+    init(stream: AsyncThrowingStream<ChatEvent, any Error>, session: String, metrics: HostMetrics) {
+        self.metrics = metrics
+        buffer = Array("event: perch.session\ndata: {\"session\":\"\(session)\"}\n\n".utf8)
+        metrics.increment("perch_sse_connections", by: 1)
+        task = Task { [weak self] in
+            do {
+                for try await event in stream {
+                    var chunk = "id: \(event.seq)\nevent: \(event.name.rawValue)\ndata: "
+                    chunk += event.json
+                    chunk += "\n\n"
+                    self?.append(Array(chunk.utf8))
+                }
+            } catch {}
+            self?.finish()
+        }
+    }
+
+    func append(_ bytes: [UInt8]) {
+        lock.lock()
+        buffer += bytes
+        lock.unlock()
+        ready.signal()
+    }
+
+    func finish() {
+        lock.lock()
+        finished = true
+        lock.unlock()
+        ready.signal()
+    }
+
+    func next(timeout: Duration) -> [UInt8]? {
+        let deadline =
+            DispatchTime.now()
+            + .nanoseconds(
+                Int(
+                    timeout.components.seconds * 1_000_000_000
+                        + timeout.components.attoseconds / 1_000_000_000))
+        while true {
+            lock.lock()
+            if !buffer.isEmpty {
+                let chunk = buffer
+                buffer.removeAll(keepingCapacity: true)
+                lock.unlock()
+                return chunk
+            }
+            if finished {
+                lock.unlock()
+                return nil
+            }
+            lock.unlock()
+            if ready.wait(timeout: deadline) == .timedOut { return [] }
+        }
+    }
+
+    func close() {
+        task?.cancel()
+        metrics.increment("perch_sse_connections", by: -1)
+    }
+}

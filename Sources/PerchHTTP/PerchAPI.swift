@@ -1,0 +1,260 @@
+import Foundation
+import PerchChat
+import PerchHost
+import PerchService
+import Synchronization
+
+/// Perch's HTTP API: CometChat REST v3 paths and names over the chat service.
+///
+/// Authentication: `apikey` (the app; with `onBehalfOf: uid` it acts for that user, without it as
+/// `app_system`), or `authtoken` (a user's token from `POST /v3/users/{uid}/auth_tokens`). Answers
+/// are `{"data": ...}` (lists add `"meta"` with cursors); messages use the SDK's field names;
+/// errors are `{"error": {"code", "message", "details"}}` with the fitting status.
+public final class PerchAPI: Sendable {
+    let service: ChatService
+    let host: BotHost?
+    let apiKey: String?
+    let metrics: HostMetrics
+    let routes: [Route]
+
+    public init(service: ChatService, host: BotHost? = nil, apiKey: String?, metrics: HostMetrics = HostMetrics()) {
+        self.service = service
+        self.host = host
+        self.apiKey = apiKey
+        self.metrics = metrics
+        self.routes = Self.table()
+    }
+
+    /// Who is calling.
+    struct Caller: Sendable {
+        var uid: String
+        var isApp: Bool
+        var session: String?
+    }
+
+    struct Route: Sendable {
+        var method: String
+        var pattern: [String]
+        var name: String
+        var authenticated: Bool
+        var appOnly: Bool
+        var handler: @Sendable (PerchAPI, Request) async throws -> HTTPResponse
+
+        func match(_ method: String, _ parts: [String]) -> [String: String]? {
+            guard method == self.method, parts.count == pattern.count else { return nil }
+            var parameters: [String: String] = [:]
+            for (part, expected) in zip(parts, pattern) {
+                if expected.hasPrefix("{") {
+                    parameters[String(expected.dropFirst().dropLast())] = part.removingPercentEncoding ?? part
+                } else if part != expected {
+                    return nil
+                }
+            }
+            return parameters
+        }
+    }
+
+    struct Request: Sendable {
+        var http: HTTPRequest
+        var parameters: [String: String]
+        var caller: Caller
+
+        func parameter(_ name: String) -> String { parameters[name] ?? "" }
+
+        func id(_ name: String = "id") throws(ChatError) -> Int64 {
+            guard let id = Int64(parameter(name)), id > 0 else { throw .badRequest(name, "expected a message id") }
+            return id
+        }
+
+        func query(_ name: String) -> String? { http.query[name] }
+
+        func queryInt(_ name: String, default value: Int? = nil, range: ClosedRange<Int>? = nil) throws(ChatError)
+            -> Int?
+        {
+            guard let text = http.query[name] else { return value }
+            guard let number = Int(text), range.map({ $0.contains(number) }) ?? true else {
+                throw .badRequest(
+                    name,
+                    range.map { "expected an integer from \($0.lowerBound) to \($0.upperBound)" }
+                        ?? "expected an integer")
+            }
+            return number
+        }
+
+        func queryBool(_ name: String) throws(ChatError) -> Bool? {
+            guard let text = http.query[name] else { return nil }
+            switch text {
+            case "true", "1": return true
+            case "false", "0": return false
+            default: throw .badRequest(name, "expected true or false")
+            }
+        }
+
+        func body() throws(ChatError) -> JSONBody { try JSONBody(http.body) }
+    }
+
+    /// The route names and patterns, for the OpenAPI check.
+    public var routeList: [(method: String, path: String)] {
+        routes.map { ($0.method, "/" + $0.pattern.joined(separator: "/")) }
+    }
+
+    /// Answers one request.
+    public func respond(to http: HTTPRequest) async -> HTTPResponse {
+        let started = DispatchTime.now().uptimeNanoseconds
+        let parts = http.path.split(separator: "/", omittingEmptySubsequences: true).map(String.init)
+        var routeName = "unmatched"
+        let response: HTTPResponse
+        do {
+            var matched: (Route, [String: String])?
+            for route in routes {
+                if let parameters = route.match(http.method, parts) {
+                    matched = (route, parameters)
+                    break
+                }
+            }
+            guard let (route, parameters) = matched else {
+                let pathExists = routes.contains { $0.match($0.method, parts) != nil }
+                throw ChatError(
+                    .badRequest,
+                    [
+                        "field": "path",
+                        "reason": .string(pathExists ? "method \(http.method) not allowed" : "no such endpoint"),
+                    ])
+            }
+            routeName = route.name
+            let caller =
+                route.authenticated
+                ? try await authenticate(http, appOnly: route.appOnly)
+                : Caller(
+                    uid: User.system, isApp: true, session: nil)
+            response = try await route.handler(self, Request(http: http, parameters: parameters, caller: caller))
+        } catch let error as ChatError {
+            var status = error.code.httpStatus
+            if error.code == .badRequest, error.params["reason"] == .string("no such endpoint") { status = 404 }
+            if error.code == .badRequest, case .string(let reason)? = error.params["reason"], reason.hasPrefix("method")
+            {
+                status = 405
+            }
+            response = .json(status, APIJSON.error(error))
+        } catch {
+            response = .json(500, APIJSON.error(service.wireSafeError(error)))
+        }
+        let seconds = Double(DispatchTime.now().uptimeNanoseconds - started) / 1e9
+        metrics.increment("perch_http_requests_total", ["route": routeName, "status": String(response.status)])
+        for bucket in [0.001, 0.005, 0.025, 0.1, 0.5, 2.5] where seconds <= bucket {
+            metrics.increment("perch_http_request_duration_seconds_bucket", ["route": routeName, "le": String(bucket)])
+        }
+        metrics.increment("perch_http_request_duration_seconds_count", ["route": routeName])
+        metrics.increment("perch_http_request_duration_seconds_sum", ["route": routeName], by: seconds)
+        return response
+    }
+
+    func authenticate(_ http: HTTPRequest, appOnly: Bool) async throws(ChatError) -> Caller {
+        let session = http.header("x-perch-session")
+        if let key = http.header("apikey") {
+            guard let apiKey, !apiKey.isEmpty, Secrets.equal(key, apiKey) else { throw ChatError(.authInvalidAPIKey) }
+            if let uid = http.header("onbehalfof"), !appOnly {
+                _ = try await service.user(uid)
+                return Caller(uid: uid, isApp: false, session: session)
+            }
+            return Caller(uid: User.system, isApp: true, session: session)
+        }
+        guard !appOnly else { throw ChatError(.authInvalidAPIKey, ["reason": "this endpoint needs the apikey"]) }
+        if let token = http.header("authtoken") {
+            guard let uid = try await service.tokenOwner(hash: Secrets.hash(token)) else {
+                throw ChatError(.authInvalidToken)
+            }
+            return Caller(uid: uid, isApp: false, session: session)
+        }
+        throw ChatError(.authNoCredentials)
+    }
+}
+
+extension PerchAPI {
+    static func route(
+        _ method: String, _ path: String, name: String, authenticated: Bool = true, appOnly: Bool = false,
+        _ handler: @escaping @Sendable (PerchAPI, Request) async throws -> HTTPResponse
+    ) -> Route {
+        Route(
+            method: method, pattern: path.split(separator: "/").map(String.init), name: name,
+            authenticated: authenticated, appOnly: appOnly, handler: handler)
+    }
+
+    static func table() -> [Route] {
+        [
+            route("GET", "healthz", name: "healthz", authenticated: false) { _, _ in .text(200, "ok\n") },
+            route("GET", "readyz", name: "readyz", authenticated: false) { api, _ in await api.ready() },
+            route("GET", "metrics", name: "metrics", authenticated: false) { api, _ in
+                .text(200, api.metrics.prometheusText + "\n", type: "text/plain; version=0.0.4")
+            },
+            route("GET", "v3/features", name: "features") { api, _ in
+                .json(
+                    200,
+                    APIJSON.data(
+                        #"{"pin":\#(api.service.isPinMessageEnabled()),"save":\#(api.service.isSaveMessageEnabled())}"#)
+                )
+            },
+            route("POST", "v3/users/{uid}/auth_tokens", name: "auth_tokens", appOnly: true) { api, request in
+                try request.body().finish()
+                let token = Secrets.newToken()
+                try await api.service.storeToken(hash: Secrets.hash(token), for: request.parameter("uid"))
+                return .json(200, APIJSON.data(APIJSON.encode(["uid": request.parameter("uid"), "authToken": token])))
+            },
+            route("GET", "v3/users", name: "users.list") { api, request in
+                let users = try await api.service.users(
+                    limit: try request.queryInt("limit", default: 100, range: 1...100)!, after: request.query("after"))
+                return .json(200, APIJSON.list(users.map(APIJSON.encode)))
+            },
+            route("POST", "v3/users", name: "users.create", appOnly: true) { api, request in
+                var body = try request.body()
+                let uid = try body.string("uid", required: true)!
+                let name = try body.string("name", required: true)!
+                let role = try body.string("role")
+                let metadata = body.json("metadata")
+                try body.finish()
+                let user = try await api.service.createUser(
+                    uid: uid, name: name, role: role ?? User.defaultRole, metadata: metadata)
+                return .json(200, APIJSON.data(APIJSON.encode(user)))
+            },
+            route("GET", "v3/users/{uid}", name: "users.get") { api, request in
+                .json(200, APIJSON.data(APIJSON.encode(try await api.service.user(request.parameter("uid")))))
+            },
+            route("PUT", "v3/users/{uid}", name: "users.update") { api, request in
+                guard request.caller.isApp || request.caller.uid == request.parameter("uid") else {
+                    throw ChatError(.permissionDenied, ["reason": "only the user or the app updates a user"])
+                }
+                var body = try request.body()
+                let name = try body.string("name")
+                let role = try body.string("role")
+                let metadata = body.json("metadata")
+                try body.finish()
+                if role != nil, !request.caller.isApp { throw ChatError.badRequest("role", "only the app sets roles") }
+                let user = try await api.service.updateUser(
+                    uid: request.parameter("uid"), name: name, role: role, metadata: metadata)
+                return .json(200, APIJSON.data(APIJSON.encode(user)))
+            },
+        ] + groupRoutes() + messageRoutes() + threadRoutes() + notificationRoutes() + [
+            route("GET", "v3/events", name: "events") { api, request in try await api.events(request) },
+            route("POST", "v3/hooks/{name}", name: "hooks", appOnly: true) { api, request in
+                let body = request.http.body.isEmpty ? JSONValue.object([:]) : try JSONBody(request.http.body).asValue
+                let fired = await api.host?.webhook(request.parameter("name"), body: body) ?? 0
+                guard fired > 0 else { throw ChatError.badRequest("name", "no rule listens on this webhook") }
+                return .json(200, APIJSON.data(#"{"rules":\#(fired)}"#))
+            },
+        ]
+    }
+
+    func ready() async -> HTTPResponse {
+        let storeOpen = (try? await service.store.latestEventSequence()) != nil
+        let hostRunning = await host?.state ?? .running
+        guard storeOpen, hostRunning == .running else {
+            return .json(503, #"{"ready":false,"store":\#(storeOpen),"bots":"\#(hostRunning)"}"#)
+        }
+        return .json(200, #"{"ready":true}"#)
+    }
+}
+
+extension JSONBody {
+    /// The whole body as JSON (webhooks take any body).
+    var asValue: JSONValue { .object(object) }
+}

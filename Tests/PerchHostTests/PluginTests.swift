@@ -134,7 +134,7 @@ import Testing
             _ = try await chat.waitFor(timeout: .seconds(10), "the restarted plugin") {
                 try await chat.messages(in: .group("room")).first { $0.text == "fine ok" }
             }
-            let metrics = await chat.host.metrics
+            let metrics = chat.host.metrics
             #expect(metrics.value("perch_plugin_restarts_total", ["plugin": "bad"]) >= 1)
             #expect(metrics.value("perch_plugin_timeouts_total", ["plugin": "bad"]) >= 1)
             #expect(metrics.value("perch_plugin_garbage_lines_total", ["plugin": "bad"]) >= 1)

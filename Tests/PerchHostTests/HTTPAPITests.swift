@@ -1,0 +1,222 @@
+import Foundation
+import PerchChat
+import PerchHTTP
+import Testing
+
+/// The HTTP API through a real socket.
+@Suite struct HTTPAPITests {
+    @Test func authentication() async throws {
+        try await withHTTPChat { http in
+            #expect(
+                try await http.call("GET", "/v3/users/alice", as: .nobody).errorCode == "AUTH_ERR_AUTH_TOKEN_NOT_FOUND")
+            let wrong = try await http.call("GET", "/v3/users/alice", as: .key("not-the-key"))
+            #expect(wrong.status == 401 && wrong.errorCode == "AUTH_ERR_APIKEY_NOT_FOUND")
+            let unknown = try await http.call("GET", "/v3/users/alice", as: .token("deadbeef"))
+            #expect(unknown.status == 401 && unknown.errorCode == "AUTH_ERR_INVALID_TOKEN")
+            let issued = try await http.call("POST", "/v3/users/carol/auth_tokens")
+            let token = try #require(issued.data["authToken"] as? String)
+            let me = try await http.call("GET", "/v3/users/carol", as: .token(token))
+            #expect(me.status == 200 && me.data["name"] as? String == "Carol")
+            // Only the app issues tokens; the token is stored hashed.
+            #expect(try await http.call("POST", "/v3/users/carol/auth_tokens", as: .token(token)).status == 401)
+            #expect(try await http.chat.service.tokenOwner(hash: token) == nil)
+            #expect(try await http.call("GET", "/healthz", as: .nobody).status == 200)
+            #expect(try await http.call("GET", "/readyz", as: .nobody).status == 200)
+        }
+    }
+
+    @Test func messagesThreadsPinsAndSaves() async throws {
+        try await withHTTPChat { http in
+            let sent = try await http.call(
+                "POST", "/v3/messages", as: .user("carol"),
+                json: """
+                    {"receiver": "room", "receiverType": "group", "muid": "m1", "data": {"text": "hello <@uid:bob>", "metadata": {"k": 1}}, "tags": ["t"]}
+                    """)
+            #expect(sent.status == 200)
+            let id = try #require(sent.data["id"] as? Int)
+            #expect(sent.data["mentionedUids"] as? [String] == ["bob"])
+            let reply = try await http.call(
+                "POST", "/v3/messages/\(id)/thread", as: .user("bob"), json: #"{"data": {"text": "in thread"}}"#)
+            #expect(reply.data["parentMessageId"] as? Int == id)
+            let thread = try await http.call("GET", "/v3/messages/\(id)/thread", as: .user("carol"))
+            #expect(thread.list.map { $0["text"] as? String } == ["in thread"])
+            let edited = try await http.call(
+                "PUT", "/v3/messages/\(id)", as: .user("carol"), json: #"{"data": {"text": "edited"}}"#)
+            #expect(edited.data["text"] as? String == "edited")
+            #expect(
+                try await http.call("PUT", "/v3/messages/\(id)", as: .user("bob"), json: #"{"data": {"text": "x"}}"#)
+                    .status == 403)
+
+            let denied = try await http.call("POST", "/v3/messages/\(id)/pin", as: .user("carol"))
+            #expect(denied.status == 403 && denied.errorCode == "ERR_PERMISSION_DENIED")
+            #expect(
+                try await http.call("POST", "/v3/messages/\(id)/pin", as: .user("bob")).data["pinnedBy"] as? String
+                    == "bob")
+            let pins = try await http.call("GET", "/v3/groups/room/messages?pinned=true", as: .user("carol"))
+            #expect(pins.list.map { $0["id"] as? Int } == [id])
+            #expect(
+                try await http.call("POST", "/v3/messages/\(id)/save", as: .user("carol")).data["savedAt"] as? Int != 0)
+            let mine = try await http.call("GET", "/v3/messages?saved=true", as: .user("carol"))
+            #expect(mine.list.map { $0["id"] as? Int } == [id])
+            let others = try await http.call("GET", "/v3/messages?saved=true", as: .user("bob"))
+            #expect(others.list.isEmpty)
+            #expect(
+                try await http.call("GET", "/v3/groups/room/messages?saved=true&pinned=false", as: .user("bob")).status
+                    == 200)
+            #expect(
+                try await http.call("POST", "/v3/messages/\(id)/thread/subscription", as: .user("alice")).data[
+                    "threadSubscribed"] as? Bool == true)
+            let threads = try await http.call("GET", "/v3/threads", as: .user("alice"))
+            #expect(threads.list.map { $0["parentMessageId"] as? Int } == [id])
+            #expect(
+                try await http.call("DELETE", "/v3/messages/\(id)/thread/subscription", as: .user("alice")).status
+                    == 200)
+
+            // After leaving, the group's messages are gone for that user.
+            #expect(try await http.call("POST", "/v3/groups/room/leave", as: .user("carol")).status == 200)
+            let after = try await http.call("GET", "/v3/groups/room/messages", as: .user("carol"))
+            #expect(after.status == 403 && after.errorCode == "ERR_GROUP_NOT_JOINED")
+            #expect(
+                try await http.call("GET", "/v3/messages/\(id)", as: .user("carol")).errorCode
+                    == "ERR_MESSAGE_NO_ACCESS")
+            #expect(try await http.call("GET", "/v3/messages/999999", as: .user("bob")).status == 404)
+        }
+    }
+
+    @Test func conversationPagingCursors() async throws {
+        try await withHTTPChat { http in
+            for index in 0..<7 {
+                _ = try await http.call(
+                    "POST", "/v3/messages", as: .user("carol"),
+                    json: #"{"receiver": "room", "receiverType": "group", "data": {"text": "m\#(index)"}}"#)
+            }
+            var seen: [String] = []
+            var path = "/v3/groups/room/messages?limit=3&categories=message"
+            while true {
+                let page = try await http.call("GET", path, as: .user("bob"))
+                seen = page.list.compactMap { $0["text"] as? String } + seen
+                let meta = page.json["meta"] as? [String: Any]
+                guard meta?["hasMore"] as? Bool == true,
+                    let previous = (meta?["previous"] as? [String: Any])?["id"] as? Int
+                else { break }
+                path = "/v3/groups/room/messages?limit=3&categories=message&id=\(previous)&affix=prepend"
+            }
+            #expect(seen == (0..<7).map { "m\($0)" })
+        }
+    }
+
+    static let malformed: [(name: String, method: String, path: String, body: String?, field: String)] = [
+        ("malformed JSON", "POST", "/v3/messages", "{nope", "body"),
+        ("not an object", "POST", "/v3/messages", "[1]", "body"),
+        (
+            "unknown field", "POST", "/v3/messages",
+            #"{"receiver":"room","receiverType":"group","colour":1,"data":{"text":"x"}}"#, "colour"
+        ),
+        (
+            "unknown nested field", "POST", "/v3/messages",
+            #"{"receiver":"room","receiverType":"group","data":{"txt":"x"}}"#, "data.txt"
+        ),
+        ("wrong type", "POST", "/v3/messages", #"{"receiver":5,"receiverType":"group"}"#, "receiver"),
+        ("missing receiver", "POST", "/v3/messages", #"{"receiverType":"group","data":{"text":"x"}}"#, "receiver"),
+        (
+            "wrong tag type", "POST", "/v3/messages",
+            #"{"receiver":"room","receiverType":"group","tags":[1],"data":{"text":"x"}}"#, "tags"
+        ),
+        (
+            "bad quote id", "POST", "/v3/messages",
+            #"{"receiver":"room","receiverType":"group","quotedMessageId":"x","data":{"text":"x"}}"#, "quotedMessageId"
+        ),
+        ("bad limit", "GET", "/v3/groups/room/messages?limit=abc", nil, "limit"),
+        ("limit out of range", "GET", "/v3/groups/room/messages?limit=1000", nil, "limit"),
+        ("bad boolean", "GET", "/v3/groups/room/messages?hideReplies=maybe", nil, "hideReplies"),
+        ("bad cursor", "GET", "/v3/groups/room/messages?id=-4", nil, "id"),
+        ("bad affix", "GET", "/v3/groups/room/messages?affix=sideways", nil, "affix"),
+        ("bad category", "GET", "/v3/groups/room/messages?categories=gossip", nil, "categories"),
+        ("bad message id", "GET", "/v3/messages/abc", nil, "id"),
+        ("bad threads cursor", "GET", "/v3/threads?cursor=zzz", nil, "cursor"),
+        ("bad scope", "PUT", "/v3/groups/room/members/carol", #"{"scope":"king"}"#, "scope"),
+        (
+            "bad preference", "PUT", "/v3/notifications/preferences", #"{"groupPreferences":{"groupReplies":9}}"#,
+            "groupReplies"
+        ),
+        ("saved without saved", "GET", "/v3/messages", nil, "saved"),
+    ]
+
+    @Test func malformedRequestsAreAnswered400WithTheField() async throws {
+        try await withHTTPChat { http in
+            for bad in Self.malformed {
+                let answer = try await http.call(bad.method, bad.path, as: .user("bob"), json: bad.body)
+                #expect(answer.status == 400, "\(bad.name): \(answer.status)")
+                #expect(answer.errorField == bad.field, "\(bad.name): \(String(decoding: answer.body, as: UTF8.self))")
+            }
+            let large = try await http.call("POST", "/v3/messages", as: .user("bob"), body: Data(count: 70 * 1024))
+            #expect(large.status == 413)
+            #expect(try await http.call("GET", "/v3/nowhere", as: .user("bob")).status == 404)
+            #expect(try await http.call("PATCH", "/v3/messages/1", as: .user("bob")).status == 405)
+        }
+    }
+
+    @Test func eventsResumeWithLastEventIDAndSavesSkipTheSavingConnection() async throws {
+        try await withHTTPChat { http in
+            let laptop = try SSEClient(
+                port: http.server.port, path: "/v3/events?session=laptop",
+                headers: ["apikey": apiKey, "onBehalfOf": "bob"])
+            let phone = try SSEClient(
+                port: http.server.port, path: "/v3/events?session=phone",
+                headers: ["apikey": apiKey, "onBehalfOf": "bob"])
+            laptop.waitUntilOpen()
+            phone.waitUntilOpen()
+            var ids: [Int] = []
+            for index in 0..<3 {
+                let sent = try await http.call(
+                    "POST", "/v3/messages", as: .user("carol"),
+                    json: #"{"receiver": "room", "receiverType": "group", "data": {"text": "e\#(index)"}}"#)
+                ids.append(sent.data["id"] as! Int)
+            }
+            _ = try await http.call(
+                "POST", "/v3/messages/\(ids[0])/save", as: .user("bob"), headers: ["X-Perch-Session": "phone"])
+            let onLaptop = laptop.events(4)
+            #expect(
+                onLaptop.map(\.name) == [
+                    "onTextMessageReceived", "onTextMessageReceived", "onTextMessageReceived", "onMessageSaved",
+                ])
+            let onPhone = phone.events(4, timeout: 1.5)
+            #expect(onPhone.map(\.name) == ["onTextMessageReceived", "onTextMessageReceived", "onTextMessageReceived"])
+
+            // Resume after the first event: the rest, once each.
+            guard onLaptop.count == 4 else { return }
+            let resumed = try SSEClient(
+                port: http.server.port, path: "/v3/events",
+                headers: ["apikey": apiKey, "onBehalfOf": "bob", "Last-Event-ID": String(onLaptop[0].id)])
+            let rest = resumed.events(3)
+            #expect(rest.map(\.id) == Array(onLaptop.map(\.id).dropFirst()))
+        }
+    }
+
+    @Test func aThousandRequestsFromFiftyConnections() async throws {
+        try await withHTTPChat { http in
+            let statuses = try await withThrowingTaskGroup(of: Int.self) { group in
+                for index in 0..<1000 {
+                    group.addTask {
+                        if index % 4 == 0 {
+                            return try await http.call(
+                                "POST", "/v3/messages", as: .user("carol"),
+                                json: #"{"receiver": "room", "receiverType": "group", "data": {"text": "c\#(index)"}}"#
+                            ).status
+                        }
+                        return try await http.call("GET", "/v3/groups/room/messages?limit=5", as: .user("bob")).status
+                    }
+                }
+                var all: [Int] = []
+                for try await status in group { all.append(status) }
+                return all
+            }
+            #expect(statuses.count == 1000)
+            #expect(statuses.allSatisfy { $0 == 200 })
+            let metrics = try await http.call("GET", "/metrics", as: .nobody)
+            #expect(
+                String(decoding: metrics.body, as: UTF8.self).contains(
+                    "perch_http_requests_total{route=\"messages.send\",status=\"200\"} 250"))
+        }
+    }
+}

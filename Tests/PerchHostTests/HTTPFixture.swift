@@ -1,0 +1,151 @@
+import Foundation
+import PerchChat
+import PerchHTTP
+import PerchHost
+import PerchService
+import PerchTesting
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
+let apiKey = "test-key-0123456789abcdef"
+
+/// A host with the HTTP API on a free loopback port.
+struct HTTPChat: Sendable {
+    let chat: TestChat
+    let server: HTTPServer
+    let session: URLSession
+
+    var base: String { "http://127.0.0.1:\(server.port)" }
+
+    struct Answer: Sendable {
+        var status: Int
+        var body: Data
+        var json: [String: Any] { (try? JSONSerialization.jsonObject(with: body)) as? [String: Any] ?? [:] }
+        var data: [String: Any] { json["data"] as? [String: Any] ?? [:] }
+        var list: [[String: Any]] { json["data"] as? [[String: Any]] ?? [] }
+        var errorCode: String? { (json["error"] as? [String: Any])?["code"] as? String }
+        var errorField: String? {
+            ((json["error"] as? [String: Any])?["details"] as? [String: Any])?["field"] as? String
+        }
+    }
+
+    enum As: Sendable {
+        case app
+        case user(String)
+        case token(String)
+        case nobody
+        case key(String)
+    }
+
+    func call(
+        _ method: String, _ path: String, as who: As = .app, json: String? = nil, body: Data? = nil,
+        headers: [String: String] = [:]
+    ) async throws -> Answer {
+        var request = URLRequest(url: URL(string: base + path)!)
+        request.httpMethod = method
+        switch who {
+        case .app: request.setValue(apiKey, forHTTPHeaderField: "apikey")
+        case .user(let uid):
+            request.setValue(apiKey, forHTTPHeaderField: "apikey")
+            request.setValue(uid, forHTTPHeaderField: "onBehalfOf")
+        case .token(let token): request.setValue(token, forHTTPHeaderField: "authtoken")
+        case .key(let key): request.setValue(key, forHTTPHeaderField: "apikey")
+        case .nobody: break
+        }
+        for (name, value) in headers { request.setValue(value, forHTTPHeaderField: name) }
+        if let json { request.httpBody = Data(json.utf8) }
+        if let body { request.httpBody = body }
+        let (data, response) = try await session.data(for: request)
+        return Answer(status: (response as? HTTPURLResponse)?.statusCode ?? 0, body: data)
+    }
+}
+
+func withHTTPChat(bots: [String: String] = [:], maximumBody: Int = 64 * 1024, _ body: (HTTPChat) async throws -> Void)
+    async throws
+{
+    try await withTestHost(config: hostConfig, bots: bots) { chat in
+        let api = PerchAPI(service: chat.service, host: chat.host, apiKey: apiKey, metrics: chat.host.metrics)
+        let server = try HTTPServer(host: "127.0.0.1", port: 0, maximumBodyBytes: maximumBody, heartbeat: .seconds(1)) {
+            await api.respond(to: $0)
+        }
+        let configuration = URLSessionConfiguration.ephemeral
+        configuration.httpMaximumConnectionsPerHost = 50
+        let session = URLSession(configuration: configuration)
+        defer {
+            session.invalidateAndCancel()
+            server.stop()
+        }
+        try await body(HTTPChat(chat: chat, server: server, session: session))
+    }
+}
+
+/// A minimal Server-Sent Events reader over a plain socket.
+final class SSEClient: @unchecked Sendable {
+    // Used from one test at a time.
+    let handle: FileHandle
+    var buffer = ""
+
+    init(port: UInt16, path: String, headers: [String: String]) throws {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = port.bigEndian
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        let connected = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+            }
+        }
+        guard connected == 0 else { throw HTTPServerErrorForTests() }
+        handle = FileHandle(fileDescriptor: fd, closeOnDealloc: true)
+        var request = "GET \(path) HTTP/1.0\r\nHost: 127.0.0.1\r\nAccept: text/event-stream\r\n"
+        for (name, value) in headers { request += "\(name): \(value)\r\n" }
+        request += "\r\n"
+        handle.write(Data(request.utf8))
+    }
+
+    /// Waits for the stream to open (its `perch.session` event).
+    func waitUntilOpen(timeout: TimeInterval = 5) {
+        let deadline = Date().addingTimeInterval(timeout)
+        var fds = pollfd(fd: handle.fileDescriptor, events: Int16(POLLIN), revents: 0)
+        while Date() < deadline, !buffer.contains("perch.session") {
+            if poll(&fds, 1, 100) > 0 {
+                let data = handle.availableData
+                if data.isEmpty { return }
+                buffer += String(decoding: data, as: UTF8.self)
+            }
+        }
+    }
+
+    /// Reads until `count` events (lines starting with `event: ` other than perch.session) arrived
+    /// or `timeout` passed; returns `(id, event)` pairs.
+    func events(_ count: Int, timeout: TimeInterval = 5) -> [(id: Int64, name: String)] {
+        let deadline = Date().addingTimeInterval(timeout)
+        var fds = pollfd(fd: handle.fileDescriptor, events: Int16(POLLIN), revents: 0)
+        while Date() < deadline, parsed().count < count {
+            if poll(&fds, 1, 100) > 0 {
+                let data = handle.availableData
+                if data.isEmpty { break }
+                buffer += String(decoding: data, as: UTF8.self)
+            }
+        }
+        return parsed()
+    }
+
+    func parsed() -> [(id: Int64, name: String)] {
+        var result: [(Int64, String)] = []
+        var id: Int64?
+        for line in buffer.split(separator: "\n", omittingEmptySubsequences: false) {
+            if line.hasPrefix("id: ") { id = Int64(line.dropFirst(4)) }
+            if line.hasPrefix("event: "), let current = id {
+                result.append((current, String(line.dropFirst(7))))
+                id = nil
+            }
+        }
+        return result
+    }
+}
+
+struct HTTPServerErrorForTests: Error {}

@@ -14,17 +14,31 @@ public enum Perch {
           run   [--config config.yaml] [--log-format text|json] start the host on the configured backend
           dry-run --as UID (--group GUID | --to UID) [--thread ID] [--config config.yaml] "text"
                                                                show which bots and rules would fire, doing nothing
-          send --as UID (--group GUID | --to UID) [--thread ID] [--quote ID] [--wait SECONDS] "text"
-                                                               post into the local database (a running host answers)
+          send --as UID (--group GUID | --to UID) [--thread ID] [--quote ID] "text"
+                                                               post over the HTTP API (PERCH_API_KEY), or with
+                                                               --local [--wait SECONDS] into the local database
+          tail --as UID                                        live events of a user, readable
+          pins --as UID (--group GUID | --to UID)              a conversation's pinned messages
+          threads --as UID                                     a user's threads inbox
           version                                              print the version
 
         """
 
-    /// `perch send`.
+    /// `perch tail`, `perch pins`, `perch threads` (over the HTTP API).
+    public static func client(_ command: String, _ arguments: [String]) async -> Int32 {
+        await ClientCommands.run(command, arguments)
+    }
+
+    /// `perch send`: over the HTTP API when `PERCH_API_KEY` is set, else into the local database.
     public static func send(_ arguments: [String]) async -> Int32 {
+        if let key = ProcessInfo.processInfo.environment["PERCH_API_KEY"], !key.isEmpty, !arguments.contains("--local")
+        {
+            return await ClientCommands.run("send", arguments)
+        }
         do {
             let parsed = try ParsedArguments(
-                arguments, valued: ["config", "as", "group", "to", "thread", "quote", "wait"])
+                arguments.filter { $0 != "--local" },
+                valued: ["config", "as", "group", "to", "thread", "quote", "wait"])
             return await SendCommand.run(
                 parsed, print: { print($0) },
                 printError: { FileHandle.standardError.write(Data(($0 + "\n").utf8)) })

@@ -7,6 +7,9 @@ let arguments = Array(CommandLine.arguments.dropFirst())
 if arguments.first == "run" || arguments.first == "dry-run" {
     exit(await RunCommand.run(arguments))
 }
+if let first = arguments.first, ["tail", "pins", "threads"].contains(first) {
+    exit(await Perch.client(first, arguments))
+}
 if arguments.first == "send" {
     exit(await Perch.send(arguments))
 }

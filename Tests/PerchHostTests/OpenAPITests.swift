@@ -1,7 +1,7 @@
 import Foundation
 import PerchHTTP
-import PerchService
 import PerchSQLite
+import PerchService
 import PerchYAML
 import Testing
 
@@ -13,7 +13,8 @@ import Testing
         #expect(loaded.findings.isEmpty, "\(loaded.findings)")
         let root = try #require(loaded.root)
         let paths = try #require(root["paths"])
-        let path = FileManager.default.temporaryDirectory.appendingPathComponent("perch-openapi-\(UUID().uuidString)").path
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("perch-openapi-\(UUID().uuidString)")
+            .path
         let store = try SQLiteChatStore(path: path)
         defer { try? FileManager.default.removeItem(atPath: path) }
         let api = PerchAPI(service: ChatService(store: store), apiKey: "k")
@@ -23,7 +24,9 @@ import Testing
             #expect(operation != nil, "\(route.method) \(route.path) is not in docs/openapi.yaml")
             guard let operation else { continue }
             documented += 1
-            let names = route.path.split(separator: "/").filter { $0.hasPrefix("{") }.map { String($0.dropFirst().dropLast()) }
+            let names = route.path.split(separator: "/").filter { $0.hasPrefix("{") }.map {
+                String($0.dropFirst().dropLast())
+            }
             var declared: [String] = []
             if case .sequence(let parameters)? = operation["parameters"]?.content {
                 declared = parameters.filter { $0["in"]?.scalar == "path" }.compactMap { $0["name"]?.scalar }

@@ -3,7 +3,7 @@ SWIFT ?= swift
 CONFIG ?= config.yaml
 FUZZ_SECONDS ?= 600
 
-.PHONY: run test check build lint format fuzz bench setup clean
+.PHONY: run test check build lint format fuzz bench api-fuzz setup clean
 
 ## Set up, build and start the host on the embedded backend with config.yaml and bots/.
 run: setup
@@ -38,6 +38,10 @@ fuzz: setup
 		-Xswiftc -sanitize-coverage=edge,trace-cmp,inline-8bit-counters,pc-table
 	mkdir -p .build/fuzz-corpus && cp -n Fuzz/corpus/* .build/fuzz-corpus/
 	./.build/fuzz/debug/FuzzConfig .build/fuzz-corpus -max_total_time=$(FUZZ_SECONDS) -max_len=4096 -timeout=10
+
+## schemathesis against docs/openapi.yaml and a live host (installs schemathesis from PyPI).
+api-fuzz: setup
+	./scripts/api-fuzz
 
 ## Run the benchmarks in a release build; see BENCHMARKS.md.
 bench: setup

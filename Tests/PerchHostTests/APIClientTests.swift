@@ -9,10 +9,12 @@ import Testing
         try await withHTTPChat { http in
             let client = APIClient(base: URL(string: http.base)!, apiKey: apiKey, onBehalfOf: "carol")
             let lines = Mutex<[String]>([])
-            let tail = Task.detached {
-                try? client.tail { name, object in
-                    let text = (object["message"] as? [String: Any]).map(APIClient.describe) ?? ""
-                    lines.withLock { $0.append("\(name) \(text)") }
+            let tail = Task {
+                await onThread {
+                    try? client.tail { name, object in
+                        let text = (object["message"] as? [String: Any]).map(APIClient.describe) ?? ""
+                        lines.withLock { $0.append("\(name) \(text)") }
+                    }
                 }
             }
             try await Task.sleep(for: .milliseconds(300))

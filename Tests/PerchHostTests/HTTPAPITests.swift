@@ -164,8 +164,8 @@ import Testing
             let phone = try SSEClient(
                 port: http.server.port, path: "/v3/events?session=phone",
                 headers: ["apikey": apiKey, "onBehalfOf": "bob"])
-            laptop.waitUntilOpen()
-            phone.waitUntilOpen()
+            await onThread { laptop.waitUntilOpen() }
+            await onThread { phone.waitUntilOpen() }
             var ids: [Int] = []
             for index in 0..<3 {
                 let sent = try await http.call(
@@ -175,12 +175,12 @@ import Testing
             }
             _ = try await http.call(
                 "POST", "/v3/messages/\(ids[0])/save", as: .user("bob"), headers: ["X-Perch-Session": "phone"])
-            let onLaptop = laptop.events(4)
+            let onLaptop = await onThread { laptop.events(4) }
             #expect(
                 onLaptop.map(\.name) == [
                     "onTextMessageReceived", "onTextMessageReceived", "onTextMessageReceived", "onMessageSaved",
                 ])
-            let onPhone = phone.events(4, timeout: 1.5)
+            let onPhone = await onThread { phone.events(4, timeout: 1.5) }
             #expect(onPhone.map(\.name) == ["onTextMessageReceived", "onTextMessageReceived", "onTextMessageReceived"])
 
             // Resume after the first event: the rest, once each.
@@ -188,7 +188,7 @@ import Testing
             let resumed = try SSEClient(
                 port: http.server.port, path: "/v3/events",
                 headers: ["apikey": apiKey, "onBehalfOf": "bob", "Last-Event-ID": String(onLaptop[0].id)])
-            let rest = resumed.events(3)
+            let rest = await onThread { resumed.events(3) }
             #expect(rest.map(\.id) == Array(onLaptop.map(\.id).dropFirst()))
         }
     }

@@ -149,3 +149,12 @@ final class SSEClient: @unchecked Sendable {
 }
 
 struct HTTPServerErrorForTests: Error {}
+
+/// Runs blocking work (socket reads) on a thread of its own, never on the concurrency pool, whose
+/// two threads on this machine every other test's host needs.
+func onThread<T: Sendable>(_ body: @escaping @Sendable () -> T) async -> T {
+    await withCheckedContinuation { continuation in
+        let thread = Thread { continuation.resume(returning: body()) }
+        thread.start()
+    }
+}

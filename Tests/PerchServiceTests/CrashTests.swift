@@ -28,20 +28,28 @@ import Testing
         process.standardOutput = output
         try process.run()
 
-        // Read acknowledgements until enough have arrived, then kill -9 mid-stream.
-        var acknowledged: [String: Int64] = [:]
-        var buffer = Data()
+        // Read acknowledgements until enough have arrived, then kill -9 mid-stream. The blocking
+        // reads run on a thread of their own, off the concurrency pool the other tests need.
         let handle = output.fileHandleForReading
-        while acknowledged.count < 400 {
-            let chunk = handle.availableData
-            if chunk.isEmpty { break }
-            buffer.append(chunk)
-            while let newline = buffer.firstIndex(of: UInt8(ascii: "\n")) {
-                let line = String(decoding: buffer[buffer.startIndex..<newline], as: UTF8.self)
-                buffer.removeSubrange(buffer.startIndex...newline)
-                let parts = line.split(separator: " ")
-                if parts.count == 3, parts[0] == "ok", let id = Int64(parts[2]) { acknowledged["m\(parts[1])"] = id }
-            }
+        let acknowledged: [String: Int64] = await withCheckedContinuation { continuation in
+            Thread {
+                var acknowledged: [String: Int64] = [:]
+                var buffer = Data()
+                while acknowledged.count < 400 {
+                    let chunk = handle.availableData
+                    if chunk.isEmpty { break }
+                    buffer.append(chunk)
+                    while let newline = buffer.firstIndex(of: UInt8(ascii: "\n")) {
+                        let line = String(decoding: buffer[buffer.startIndex..<newline], as: UTF8.self)
+                        buffer.removeSubrange(buffer.startIndex...newline)
+                        let parts = line.split(separator: " ")
+                        if parts.count == 3, parts[0] == "ok", let id = Int64(parts[2]) {
+                            acknowledged["m\(parts[1])"] = id
+                        }
+                    }
+                }
+                continuation.resume(returning: acknowledged)
+            }.start()
         }
         kill(process.processIdentifier, SIGKILL)
         process.waitUntilExit()

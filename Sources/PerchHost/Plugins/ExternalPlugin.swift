@@ -127,7 +127,9 @@ final class ExternalPlugin: BotPlugin, @unchecked Sendable {
 
     // MARK: JSON-RPC
 
-    func request(_ method: String, params: JSONValue, context: BotContext? = nil) async throws -> JSONValue {
+    func request(_ method: String, params: JSONValue, context: BotContext? = nil, timeout: Duration? = nil) async throws
+        -> JSONValue
+    {
         let input = try await running()
         let id = state.withLock { state -> Int in
             state.nextId += 1
@@ -147,7 +149,7 @@ final class ExternalPlugin: BotPlugin, @unchecked Sendable {
         writer.value(parameters)
         writer.raw("}\n")
         let line = writer.output
-        let timeout = self.timeout
+        let timeout = timeout ?? self.timeout
         return try await withCheckedThrowingContinuation { continuation in
             state.withLock { $0.pending[id] = continuation }
             do {
@@ -183,7 +185,10 @@ final class ExternalPlugin: BotPlugin, @unchecked Sendable {
             if wait > now { try await Task.sleep(until: wait) }
         }
         let input = try start()
-        _ = try await request("initialize", params: .object(["config": config, "plugin": .string(pluginName)]))
+        // Starting an interpreter can take longer than handling an event: initialize gets 10 s at least.
+        _ = try await request(
+            "initialize", params: .object(["config": config, "plugin": .string(pluginName)]),
+            timeout: max(timeout, .seconds(10)))
         return input
     }
 
@@ -346,9 +351,24 @@ final class ExternalPlugin: BotPlugin, @unchecked Sendable {
         for continuation in orphans { continuation.resume(throwing: PluginFailure(description: "the plugin exited")) }
     }
 
-    /// Stops the child (host shutdown, or a hung child): SIGTERM, then SIGKILL after 0.5 s.
+    /// Stops the child (host shutdown, or a hung child): SIGTERM, then SIGKILL after 0.5 s. The
+    /// child is forgotten at once, so the next request starts a fresh one (after the backoff)
+    /// instead of writing into the dying one.
     func stop() {
-        let process = state.withLock { $0.process }
+        let (process, orphans) = state.withLock { state -> (Process?, [CheckedContinuation<JSONValue, any Error>]) in
+            guard let process = state.process else { return (nil, []) }
+            state.process = nil
+            state.input = nil
+            state.restarts += 1
+            let delay = min(10, 0.1 * pow(2, Double(min(state.restarts - 1, 7))))
+            state.notBefore = ContinuousClock.now + .milliseconds(Int(delay * 1000))
+            let orphans = Array(state.pending.values)
+            state.pending.removeAll()
+            return (process, orphans)
+        }
+        for continuation in orphans {
+            continuation.resume(throwing: PluginFailure(description: "the plugin was stopped"))
+        }
         guard let process, process.isRunning else { return }
         process.terminate()
         let pid = process.processIdentifier

@@ -111,7 +111,7 @@ enum ClientCommands {
     static func run(_ command: String, _ arguments: [String]) async -> Int32 {
         do {
             let parsed = try ParsedArguments(
-                arguments, valued: ["config", "as", "group", "to", "thread", "quote", "url", "limit"])
+                arguments, valued: ["config", "as", "group", "to", "thread", "quote", "url", "limit", "wait"])
             let api = try client(parsed)
             switch command {
             case "send":
@@ -128,8 +128,19 @@ enum ClientCommands {
                 }
                 if let quote = parsed.options["quote"].flatMap(Int.init) { body["quotedMessageId"] = quote }
                 let path = parsed.options["thread"].map { "/v3/messages/\($0)/thread" } ?? "/v3/messages"
-                let sent = try await api.call("POST", path, body: body)
-                print("sent " + APIClient.describe(sent as? [String: Any] ?? [:]))
+                let sent = try await api.call("POST", path, body: body) as? [String: Any] ?? [:]
+                print("sent " + APIClient.describe(sent))
+                if let seconds = Double(parsed.options["wait"] ?? "0"), seconds > 0, let id = sent["id"] as? Int {
+                    // What the bots did meanwhile: newer messages of the conversation, and the message's own state.
+                    try await Task.sleep(for: .milliseconds(Int(seconds * 1000)))
+                    let later = try await api.call(
+                        "GET", try conversationPath(parsed) + "?id=\(id)&affix=append&limit=100")
+                    for message in later as? [[String: Any]] ?? [] { print("  " + APIClient.describe(message)) }
+                    if let now = try await api.call("GET", "/v3/messages/\(id)") as? [String: Any] {
+                        if let by = now["pinnedBy"] as? String, !by.isEmpty { print("  #\(id) pinned by \(by)") }
+                        if let by = now["deletedBy"] as? String, !by.isEmpty { print("  #\(id) deleted by \(by)") }
+                    }
+                }
             case "pins":
                 let messages = try await api.call("GET", try conversationPath(parsed) + "?pinned=true&limit=100")
                 for message in messages as? [[String: Any]] ?? [] { print(APIClient.describe(message)) }

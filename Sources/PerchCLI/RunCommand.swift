@@ -49,10 +49,16 @@ public enum RunCommand {
         if let config = loaded.config, let address = config.server.listenAddress, let service = await host.service {
             let key = config.server.apiKey ?? ""
             if key.isEmpty { logger.warning("server.apiKey is empty: every API request will be refused with 401") }
-            let api = PerchAPI(service: service, host: host, apiKey: key, metrics: host.metrics)
+            let media = MediaSettings(
+                directory: loaded.resolve(config.server.dataDirectory) + "/media",
+                maximumBytes: config.server.maxUploadBytes, allowedTypes: config.server.uploadTypes)
+            let api = PerchAPI(
+                service: service, host: host, apiKey: key, metrics: host.metrics, media: media,
+                maximumBodyBytes: config.server.maxBodyBytes)
             do {
                 server = try HTTPServer(
-                    host: address.host, port: address.port, maximumBodyBytes: config.server.maxBodyBytes,
+                    host: address.host, port: address.port,
+                    maximumBodyBytes: max(config.server.maxBodyBytes, config.server.maxUploadBytes),
                     handler: { request in await api.respond(to: request) })
                 logger.info("http listening", ["address": "\(address.host):\(server!.port)"])
             } catch {

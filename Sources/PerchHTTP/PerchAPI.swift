@@ -15,13 +15,21 @@ public final class PerchAPI: Sendable {
     let host: BotHost?
     let apiKey: String?
     let metrics: HostMetrics
+    let media: MediaSettings?
+    /// The largest JSON body; media uploads have their own limit.
+    let maximumBodyBytes: Int
     let routes: [Route]
 
-    public init(service: ChatService, host: BotHost? = nil, apiKey: String?, metrics: HostMetrics = HostMetrics()) {
+    public init(
+        service: ChatService, host: BotHost? = nil, apiKey: String?, metrics: HostMetrics = HostMetrics(),
+        media: MediaSettings? = nil, maximumBodyBytes: Int = 1 << 20
+    ) {
         self.service = service
         self.host = host
         self.apiKey = apiKey
         self.metrics = metrics
+        self.media = media
+        self.maximumBodyBytes = maximumBodyBytes
         self.routes = Self.table()
     }
 
@@ -122,6 +130,14 @@ public final class PerchAPI: Sendable {
                     ])
             }
             routeName = route.name
+            if route.name != "media.upload", http.body.count > maximumBodyBytes {
+                throw ChatError(
+                    .badRequest,
+                    [
+                        "field": "body", "reason": "larger than the body limit",
+                        "limit": .int(Int64(maximumBodyBytes)),
+                    ])
+            }
             let caller =
                 route.authenticated
                 ? try await authenticate(http, appOnly: route.appOnly)
@@ -134,6 +150,11 @@ public final class PerchAPI: Sendable {
             if error.code == .badRequest, case .string(let reason)? = error.params["reason"], reason.hasPrefix("method")
             {
                 status = 405
+            }
+            if error.code == .badRequest, case .string(let reason)? = error.params["reason"],
+                reason.hasPrefix("larger than")
+            {
+                status = 413
             }
             response = .json(status, APIJSON.error(error))
         } catch {
@@ -233,7 +254,7 @@ extension PerchAPI {
                     uid: request.parameter("uid"), name: name, role: role, metadata: metadata)
                 return .json(200, APIJSON.data(APIJSON.encode(user)))
             },
-        ] + groupRoutes() + messageRoutes() + threadRoutes() + notificationRoutes() + [
+        ] + groupRoutes() + messageRoutes() + threadRoutes() + notificationRoutes() + mediaRoutes() + [
             route("GET", "v3/events", name: "events") { api, request in try await api.events(request) },
             route("POST", "v3/hooks/{name}", name: "hooks", appOnly: true) { api, request in
                 let body = request.http.body.isEmpty ? JSONValue.object([:]) : try JSONBody(request.http.body).asValue

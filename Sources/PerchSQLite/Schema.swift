@@ -151,5 +151,22 @@ enum Schema {
             created_at INTEGER NOT NULL
         ) WITHOUT ROWID;
         """,
+        // 6: uploaded media and the messages that carry them (who may download a file).
+        """
+        CREATE TABLE media (
+            id TEXT PRIMARY KEY,
+            uploader TEXT NOT NULL,
+            name TEXT NOT NULL,
+            mime_type TEXT NOT NULL,
+            extension TEXT NOT NULL,
+            size INTEGER NOT NULL,
+            created_at INTEGER NOT NULL
+        ) WITHOUT ROWID;
+        CREATE TABLE media_refs (
+            media_id TEXT NOT NULL,
+            message_id INTEGER NOT NULL,
+            PRIMARY KEY (media_id, message_id)
+        ) WITHOUT ROWID;
+        """,
     ]
 }

@@ -109,6 +109,9 @@ let brokenCases: [BrokenCase] = [
         "bad listen address", "version: 1\nserver:\n  listen: localhost\n",
         "config.yaml:3:11: error: server.listen: expected host:port, found 'localhost'"),
     .config(
+        "bad upload type", "version: 1\nserver:\n  uploadTypes: [image/png, png]\n",
+        "config.yaml:3:28: error: server.uploadTypes[1]: 'png' is not a MIME type like image/png"),
+    .config(
         "short api key", "version: 1\nserver:\n  apiKey: ${KEY}\n",
         "config.yaml:3:11: error: server.apiKey: an API key needs at least 16 characters"),
     .config(

@@ -66,8 +66,14 @@ func withHTTPChat(bots: [String: String] = [:], maximumBody: Int = 64 * 1024, _ 
     async throws
 {
     try await withTestHost(config: hostConfig, bots: bots) { chat in
-        let api = PerchAPI(service: chat.service, host: chat.host, apiKey: apiKey, metrics: chat.host.metrics)
-        let server = try HTTPServer(host: "127.0.0.1", port: 0, maximumBodyBytes: maximumBody, heartbeat: .seconds(1)) {
+        let media = MediaSettings(
+            directory: chat.directory + "/media", maximumBytes: 32 * 1024, allowedTypes: ["image/png", "text/plain"])
+        let api = PerchAPI(
+            service: chat.service, host: chat.host, apiKey: apiKey, metrics: chat.host.metrics, media: media,
+            maximumBodyBytes: maximumBody)
+        let server = try HTTPServer(
+            host: "127.0.0.1", port: 0, maximumBodyBytes: max(maximumBody, 32 * 1024), heartbeat: .seconds(1)
+        ) {
             await api.respond(to: $0)
         }
         let configuration = URLSessionConfiguration.ephemeral

@@ -54,7 +54,8 @@ import Testing
     @Test func mediaAndCustomMessages() async throws {
         try await withChat { chat in
             let file = Attachment(
-                name: "a.pdf", size: 10, mimeType: "application/pdf", extension: "pdf", url: "/v3/media/1")
+                name: "a.pdf", size: 10, mimeType: "application/pdf", extension: "pdf",
+                url: "https://files.example/a.pdf")
             let media = try await chat.service.send(
                 MessageDraft(to: .group("g"), type: MessageType.file, attachments: [file]), as: "dave")
             #expect(media.attachments == [file])
@@ -64,6 +65,12 @@ import Testing
             let events = try await chat.service.events(for: "bob", after: 0).events.map(\.name)
             #expect(events.suffix(2) == [.mediaMessageReceived, .customMessageReceived])
             #expect(custom.data?["q"] == .string("?"))
+            // An attachment pointing into Perch's own media store must name an uploaded file.
+            let forged = Attachment(name: "x", size: 1, mimeType: "text/plain", extension: "txt", url: "/v3/media/nope")
+            await expectRefusal(.invalidMessageData) {
+                _ = try await chat.service.send(
+                    MessageDraft(to: .group("g"), type: MessageType.file, attachments: [forged]), as: "dave")
+            }
         }
     }
 

@@ -41,6 +41,12 @@ struct ConfigValidator {
             error("server.apiKey", "an API key needs at least 16 characters")
         }
         range("server.maxBodyBytes", config.server.maxBodyBytes, 1_024...(64 << 20))
+        for (index, type) in config.server.uploadTypes.enumerated() {
+            let parts = type.split(separator: "/")
+            if parts.count != 2 || parts.contains(where: { $0.isEmpty || $0.contains(where: \.isWhitespace) }) {
+                error("server.uploadTypes[\(index)]", "'\(type)' is not a MIME type like image/png")
+            }
+        }
         range("server.maxUploadBytes", config.server.maxUploadBytes, 1_024...(1 << 30))
         range("limits.pinsPerConversation", config.limits.pinsPerConversation, 1...10_000)
         range("limits.savesPerUser", config.limits.savesPerUser, 1...10_000)

@@ -84,11 +84,19 @@ public struct ServerConfiguration: Decodable, Sendable {
     public var maxUploadBytes: Int = 10 << 20
     /// `devSignIn` (default false): the web chat may sign in as any seeded user without a token.
     public var devSignIn: Bool = false
+    /// `uploadTypes` (default: common images, audio, video, PDF, plain text): the MIME types
+    /// `POST /v3/media` accepts.
+    public var uploadTypes: [String] = ServerConfiguration.defaultUploadTypes
+
+    public static let defaultUploadTypes = [
+        "image/png", "image/jpeg", "image/gif", "image/webp", "audio/mpeg", "audio/ogg", "video/mp4", "video/webm",
+        "application/pdf", "text/plain",
+    ]
 
     public init() {}
 
     enum CodingKeys: String, CodingKey {
-        case listen, dataDirectory, apiKey, maxBodyBytes, maxUploadBytes, devSignIn
+        case listen, dataDirectory, apiKey, maxBodyBytes, maxUploadBytes, devSignIn, uploadTypes
     }
 
     public init(from decoder: any Decoder) throws {
@@ -99,6 +107,7 @@ public struct ServerConfiguration: Decodable, Sendable {
         maxBodyBytes = try c.decodeIfPresent(Int.self, forKey: .maxBodyBytes) ?? maxBodyBytes
         maxUploadBytes = try c.decodeIfPresent(Int.self, forKey: .maxUploadBytes) ?? maxUploadBytes
         devSignIn = try c.decodeIfPresent(Bool.self, forKey: .devSignIn) ?? devSignIn
+        uploadTypes = try c.decodeIfPresent([String].self, forKey: .uploadTypes) ?? uploadTypes
     }
 
     /// The host and port of ``listen``, or nil when it is not `host:port`.

@@ -56,6 +56,13 @@ extension ChatService {
             parentMessageId: draft.parentMessageId, quotedMessageId: draft.quotedMessageId, sentAt: now,
             updatedAt: now)
         message.id = try tx.insertMessage(message)
+        for attachment in draft.attachments where attachment.url.hasPrefix(MediaFile.urlPrefix) {
+            let id = String(attachment.url.dropFirst(MediaFile.urlPrefix.count))
+            guard try tx.media(id) != nil else {
+                throw ChatError(.invalidMessageData, ["reason": .string("no uploaded media at \(attachment.url)")])
+            }
+            try tx.addMediaReference(id, messageId: message.id)
+        }
         var subscribers: Set<String> = []
         if let parent {
             try tx.adjustReplyCount(of: parent.id, by: 1, updatedAt: now)

@@ -61,6 +61,9 @@ public protocol ChatReadTransaction {
     func pluginValue(bot: String, key: String) throws -> String?
     /// The user of an auth token, by the token's hash.
     func tokenOwner(hash: String) throws -> String?
+    func media(_ id: String) throws -> MediaFile?
+    /// The messages carrying a media file.
+    func mediaMessages(_ id: String) throws -> [Int64]
 }
 
 /// The typed writes; every write transaction can also read.
@@ -91,6 +94,8 @@ public protocol ChatWriteTransaction: ChatReadTransaction {
     /// Sets (or with nil removes) a bot's plugin value.
     func setPluginValue(bot: String, key: String, value: String?) throws
     func insertToken(hash: String, uid: String, at time: Int64) throws
+    func insertMedia(_ file: MediaFile) throws
+    func addMediaReference(_ id: String, messageId: Int64) throws
 }
 
 /// A page request over one conversation's messages, in the store's terms.
@@ -181,4 +186,36 @@ public struct NotificationRecord: Sendable, Hashable, Codable {
         self.reason = reason
         self.createdAt = createdAt
     }
+}
+
+/// An uploaded file: who uploaded it and what it is. The bytes live in the data directory under
+/// `media/<id>`; the uploader's file name is kept for display only.
+public struct MediaFile: Sendable, Hashable, Codable {
+    public var id: String
+    public var uploader: String
+    public var name: String
+    public var mimeType: String
+    public var `extension`: String
+    public var size: Int64
+    public var createdAt: Int64
+
+    public init(
+        id: String, uploader: String, name: String, mimeType: String, extension: String, size: Int64,
+        createdAt: Int64
+    ) {
+        self.id = id
+        self.uploader = uploader
+        self.name = name
+        self.mimeType = mimeType
+        self.extension = `extension`
+        self.size = size
+        self.createdAt = createdAt
+    }
+
+    /// The attachment a message carries for this file.
+    public var attachment: Attachment {
+        Attachment(name: name, size: size, mimeType: mimeType, extension: `extension`, url: MediaFile.urlPrefix + id)
+    }
+
+    public static let urlPrefix = "/v3/media/"
 }

@@ -1,0 +1,198 @@
+import Foundation
+import PerchChat
+import Testing
+
+/// The success path and the error codes of each endpoint group, through a real socket.
+@Suite struct HTTPEndpointTests {
+    @Test func users() async throws {
+        try await withHTTPChat { http in
+            let created = try await http.call(
+                "POST", "/v3/users", json: #"{"uid": "dan", "name": "Dan", "metadata": {"team": "x"}}"#)
+            #expect(created.status == 200 && created.data["uid"] as? String == "dan")
+            #expect(
+                try await http.call("POST", "/v3/users", json: #"{"uid": "dan", "name": "Dan"}"#).errorCode
+                    == "ERR_UID_ALREADY_EXISTS")
+            #expect(
+                try await http.call("POST", "/v3/users", json: #"{"uid": "app_system", "name": "S"}"#).status == 400)
+            let issued = try await http.call("POST", "/v3/users/dan/auth_tokens")
+            let token = try #require(issued.data["authToken"] as? String)
+            #expect(
+                try await http.call("POST", "/v3/users", as: .token(token), json: #"{"uid": "x", "name": "X"}"#).status
+                    == 401)
+            #expect(try await http.call("GET", "/v3/users?limit=2").list.count == 2)
+            #expect(try await http.call("GET", "/v3/users/nobody").errorCode == "ERR_UID_NOT_FOUND")
+            #expect(
+                try await http.call("PUT", "/v3/users/dan", as: .token(token), json: #"{"name": "Daniel"}"#).data[
+                    "name"] as? String == "Daniel")
+            #expect(
+                try await http.call("PUT", "/v3/users/bob", as: .token(token), json: #"{"name": "B"}"#).errorCode
+                    == "ERR_PERMISSION_DENIED")
+            #expect(
+                try await http.call("PUT", "/v3/users/dan", as: .token(token), json: #"{"role": "admin"}"#).status
+                    == 400)
+        }
+    }
+
+    @Test func groupsAndMembers() async throws {
+        try await withHTTPChat { http in
+            let created = try await http.call(
+                "POST", "/v3/groups", as: .user("bob"), json: #"{"guid": "club", "name": "Club"}"#)
+            #expect(created.status == 200 && created.data["owner"] as? String == "bob")
+            #expect(
+                try await http.call("POST", "/v3/groups", as: .user("bob"), json: #"{"guid": "club", "name": "C"}"#)
+                    .errorCode == "ERR_GUID_ALREADY_EXISTS")
+            #expect(
+                try await http.call(
+                    "POST", "/v3/groups", as: .user("bob"), json: #"{"guid": "s", "name": "S", "type": "secret"}"#
+                ).errorField == "type")
+            _ = try await http.call(
+                "POST", "/v3/groups", as: .user("bob"), json: #"{"guid": "vault", "name": "Vault", "type": "private"}"#)
+            #expect(
+                try await http.call("GET", "/v3/groups/vault", as: .user("carol")).errorCode == "ERR_GUID_NOT_FOUND")
+            #expect(
+                try await http.call("POST", "/v3/groups/vault/join", as: .user("carol")).errorCode
+                    == "ERR_GROUP_JOIN_NOT_ALLOWED")
+            #expect(
+                try await http.call("GET", "/v3/groups", as: .user("carol")).list.compactMap { $0["guid"] as? String }
+                    .contains("vault") == false)
+            #expect(try await http.call("POST", "/v3/groups/club/join", as: .user("carol")).status == 200)
+            #expect(
+                try await http.call("POST", "/v3/groups/club/join", as: .user("carol")).errorCode
+                    == "ERR_ALREADY_JOINED")
+            #expect(
+                try await http.call(
+                    "POST", "/v3/groups/club/members", as: .user("carol"), json: #"{"participants": ["alice"]}"#
+                ).errorCode == "ERR_GROUP_NO_CLEARANCE")
+            #expect(
+                try await http.call(
+                    "POST", "/v3/groups/club/members", as: .user("bob"), json: #"{"moderators": ["alice"]}"#
+                ).status == 200)
+            #expect(try await http.call("GET", "/v3/groups/club/members", as: .user("carol")).list.count == 3)
+            #expect(
+                try await http.call(
+                    "PUT", "/v3/groups/club/members/carol", as: .user("bob"), json: #"{"scope": "moderator"}"#
+                ).data["scope"] as? String == "moderator")
+            #expect(
+                try await http.call(
+                    "PUT", "/v3/groups/club/members/carol", as: .user("bob"), json: #"{"scope": "moderator"}"#
+                ).errorCode == "ERR_SAME_SCOPE")
+            #expect(
+                try await http.call("DELETE", "/v3/groups/club/members/alice", as: .user("carol")).errorCode
+                    == "ERR_GROUP_NO_SCOPE_CLEARANCE")
+            #expect(try await http.call("DELETE", "/v3/groups/club/members/alice", as: .user("bob")).status == 200)
+            #expect(
+                try await http.call("DELETE", "/v3/groups/club/members/alice", as: .user("bob")).errorCode
+                    == "ERR_NOT_A_MEMBER")
+            #expect(try await http.call("POST", "/v3/groups/club/bannedusers/alice", as: .user("bob")).status == 200)
+            #expect(
+                try await http.call("POST", "/v3/groups/club/join", as: .user("alice")).errorCode
+                    == "ERR_BANNED_GROUPMEMBER")
+            #expect(try await http.call("DELETE", "/v3/groups/club/bannedusers/alice", as: .user("bob")).status == 200)
+            #expect(try await http.call("POST", "/v3/groups/club/leave", as: .user("carol")).status == 200)
+            #expect(
+                try await http.call("POST", "/v3/groups/club/leave", as: .user("carol")).errorCode
+                    == "ERR_GROUP_NOT_JOINED")
+        }
+    }
+
+    @Test func messageRefusals() async throws {
+        try await withHTTPChat { http in
+            func send(_ json: String, as uid: String = "carol") async throws -> HTTPChat.Answer {
+                try await http.call("POST", "/v3/messages", as: .user(uid), json: json)
+            }
+            let root = try await send(#"{"receiver": "room", "receiverType": "group", "data": {"text": "root"}}"#)
+            let rootId = try #require(root.data["id"] as? Int)
+            let reply = try await http.call(
+                "POST", "/v3/messages/\(rootId)/thread", as: .user("bob"), json: #"{"data": {"text": "r"}}"#)
+            let replyId = try #require(reply.data["id"] as? Int)
+            #expect(
+                try await send(
+                    #"{"receiver": "room", "receiverType": "group", "parentId": \#(replyId), "data": {"text": "x"}}"#
+                ).errorCode == "ERR_MESSAGE_THREAD_NESTING")
+            #expect(
+                try await send(
+                    #"{"receiver": "other", "receiverType": "group", "parentId": \#(rootId), "data": {"text": "x"}}"#
+                ).errorCode == "ERR_WRONG_MESSAGE_THREAD")
+            let quote = try await send(
+                #"{"receiver": "room", "receiverType": "group", "quotedMessageId": \#(rootId), "data": {"text": "q"}}"#,
+                as: "bob")
+            let quoteId = try #require(quote.data["id"] as? Int)
+            #expect(
+                try await send(
+                    #"{"receiver": "room", "receiverType": "group", "quotedMessageId": \#(quoteId), "data": {"text": "x"}}"#
+                ).errorCode == "ERR_MESSAGE_ACTION_NOT_ALLOWED")
+            let guarded = try await http.call("DELETE", "/v3/messages/\(rootId)", as: .user("carol"))
+            #expect(guarded.status == 409 && guarded.errorCode == "ERR_MESSAGE_ACTION_NOT_ALLOWED")
+            #expect(
+                ((guarded.json["error"] as? [String: Any])?["details"] as? [String: Any])?["quoteReplyCount"] as? Int
+                    == 1)
+            #expect(
+                try await http.call("DELETE", "/v3/messages/\(quoteId)", as: .user("carol")).errorCode
+                    == "ERR_MESSAGE_NOT_A_SENDER")
+            #expect(
+                try await send(#"{"receiver": "room", "receiverType": "group", "data": {"text": "  "}}"#).errorCode
+                    == "ERR_EMPTY_MESSAGE_TEXT")
+            #expect(
+                try await send(#"{"receiver": "room", "receiverType": "planet", "data": {"text": "x"}}"#).errorCode
+                    == "ERR_INVALID_RECEIVER_TYPE")
+            #expect(
+                try await send(#"{"receiver": "nowhere", "receiverType": "group", "data": {"text": "x"}}"#).errorCode
+                    == "ERR_GUID_NOT_FOUND")
+            #expect(
+                try await send(#"{"receiver": "room", "receiverType": "group", "data": {"text": "x"}}"#, as: "ghost")
+                    .errorCode == "ERR_UID_NOT_FOUND")
+            #expect(try await http.call("DELETE", "/v3/messages/\(rootId)", as: .user("bob")).status == 200)
+            #expect(
+                try await http.call("POST", "/v3/messages/\(rootId)/pin", as: .user("bob")).errorCode
+                    == "ERR_MESSAGE_ID_NOT_FOUND")
+            #expect(
+                try await http.call("POST", "/v3/messages/\(replyId)/thread/subscription", as: .user("bob")).errorCode
+                    == "ERR_MESSAGE_ACTION_NOT_ALLOWED")
+        }
+    }
+
+    @Test func threadsPreferencesNotificationsFeaturesAndHooks() async throws {
+        let hookBot = botFile(
+            """
+              - on: { webhook: deploy, group: room }
+                do: [{ reply: "deployed {webhook.version}" }]
+            """)
+        try await withHTTPChat(bots: ["b.yaml": hookBot]) { http in
+            #expect(try await http.call("GET", "/v3/threads?uid=bob&guid=room", as: .user("carol")).status == 400)
+            #expect(try await http.call("GET", "/v3/threads?participatedByMe=false", as: .user("carol")).status == 400)
+            #expect(
+                try await http.call("GET", "/v3/threads?guid=other", as: .user("bob")).errorCode
+                    == "ERR_GROUP_NOT_JOINED")
+            let preferences = try await http.call("GET", "/v3/notifications/preferences", as: .user("carol"))
+            #expect((preferences.data["groupPreferences"] as? [String: Any])?["groupMessages"] as? Int == 2)
+            let updated = try await http.call(
+                "PUT", "/v3/notifications/preferences", as: .user("carol"),
+                json: #"{"groupPreferences": {"groupMessages": "SUBSCRIBE_TO_MENTIONS", "groupReplies": 4}}"#)
+            #expect((updated.data["groupPreferences"] as? [String: Any])?["groupReplies"] as? Int == 4)
+            _ = try await http.call(
+                "POST", "/v3/messages", as: .user("bob"),
+                json: #"{"receiver": "room", "receiverType": "group", "data": {"text": "plain"}}"#)
+            let mention = try await http.call(
+                "POST", "/v3/messages", as: .user("bob"),
+                json: #"{"receiver": "room", "receiverType": "group", "data": {"text": "hey <@uid:carol>"}}"#)
+            let outbox = try await http.call("GET", "/v3/notifications", as: .user("carol"))
+            #expect(outbox.list.map { $0["reason"] as? String } == ["mention"])
+            #expect(outbox.list.first?["messageId"] as? Int == mention.data["id"] as? Int)
+            #expect(try await http.call("GET", "/v3/notifications?after=x", as: .user("carol")).status == 400)
+            #expect(try await http.call("GET", "/v3/features", as: .user("carol")).data["pin"] as? Bool == true)
+            #expect(
+                try await http.call("POST", "/v3/hooks/deploy", json: #"{"version": "2.0"}"#).data["rules"] as? Int == 1
+            )
+            #expect(try await http.call("POST", "/v3/hooks/unknown", json: "{}").status == 400)
+            #expect(try await http.call("POST", "/v3/hooks/deploy", as: .user("carol"), json: "{}").status == 200)
+            let issued = try await http.call("POST", "/v3/users/carol/auth_tokens")
+            let token = try #require(issued.data["authToken"] as? String)
+            #expect(try await http.call("POST", "/v3/hooks/deploy", as: .token(token), json: "{}").status == 401)
+            try await http.chat.settle()
+            let texts = try await http.chat.messages(in: .group("room"), viewer: "alice").filter { $0.sender == "bot" }
+                .compactMap(\.text)
+            #expect(texts.first == "deployed 2.0")
+            #expect(try await http.call("GET", "/v3/events", as: .nobody).status == 401)
+        }
+    }
+}

@@ -54,7 +54,8 @@ public enum RunCommand {
                 maximumBytes: config.server.maxUploadBytes, allowedTypes: config.server.uploadTypes)
             let api = PerchAPI(
                 service: service, host: host, apiKey: key, metrics: host.metrics, media: media,
-                maximumBodyBytes: config.server.maxBodyBytes)
+                maximumBodyBytes: config.server.maxBodyBytes,
+                messagesPerMinute: config.limits.messagesPerMinute)
             do {
                 server = try HTTPServer(
                     host: address.host, port: address.port,

@@ -212,6 +212,7 @@ extension PerchAPI {
     }
 
     func sent(_ draft: MessageDraft, _ request: Request) async throws(ChatError) -> HTTPResponse {
+        try admitSend(request.caller)
         let message = try await service.send(draft, as: request.caller.uid)
         return .json(200, APIJSON.data(message.json))
     }

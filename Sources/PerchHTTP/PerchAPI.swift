@@ -18,12 +18,16 @@ public final class PerchAPI: Sendable {
     let media: MediaSettings?
     /// The largest JSON body; media uploads have their own limit.
     let maximumBodyBytes: Int
+    /// Messages a user may send a minute (0: no limit), as sliding one-minute windows.
+    let messagesPerMinute: Int
+    let sendWindows = Mutex<[String: [Double]]>([:])
     let routes: [Route]
 
     public init(
         service: ChatService, host: BotHost? = nil, apiKey: String?, metrics: HostMetrics = HostMetrics(),
-        media: MediaSettings? = nil, maximumBodyBytes: Int = 1 << 20
+        media: MediaSettings? = nil, maximumBodyBytes: Int = 1 << 20, messagesPerMinute: Int = 0
     ) {
+        self.messagesPerMinute = messagesPerMinute
         self.service = service
         self.host = host
         self.apiKey = apiKey
@@ -168,6 +172,25 @@ public final class PerchAPI: Sendable {
         metrics.increment("perch_http_request_duration_seconds_count", ["route": routeName])
         metrics.increment("perch_http_request_duration_seconds_sum", ["route": routeName], by: seconds)
         return response
+    }
+
+    /// Counts a message send against the caller's minute.
+    /// - Throws: `ERR_TOO_MANY_REQUESTS {retryAfter}` past `limits.messagesPerMinute`.
+    func admitSend(_ caller: Caller) throws(ChatError) {
+        guard messagesPerMinute > 0, !caller.isApp else { return }
+        let now = Double(DispatchTime.now().uptimeNanoseconds) / 1e9
+        let limit = messagesPerMinute
+        let retryAfter = sendWindows.withLock { windows -> Int? in
+            var times = windows[caller.uid, default: []].filter { now - $0 < 60 }
+            guard times.count < limit else {
+                windows[caller.uid] = times
+                return max(1, Int((60 - (now - times[0])).rounded(.up)))
+            }
+            times.append(now)
+            windows[caller.uid] = times
+            return nil
+        }
+        if let retryAfter { throw ChatError(.tooManyRequests, ["retryAfter": .int(Int64(retryAfter))]) }
     }
 
     func authenticate(_ http: HTTPRequest, appOnly: Bool) async throws(ChatError) -> Caller {

@@ -195,4 +195,20 @@ import Testing
             #expect(try await http.call("GET", "/v3/events", as: .nobody).status == 401)
         }
     }
+
+    @Test func theSendGovernorAnswers429WithRetryAfter() async throws {
+        try await withHTTPChat(messagesPerMinute: 3) { http in
+            let message = #"{"receiver": "room", "receiverType": "group", "data": {"text": "x"}}"#
+            for _ in 0..<3 {
+                #expect(try await http.call("POST", "/v3/messages", as: .user("carol"), json: message).status == 200)
+            }
+            let limited = try await http.call("POST", "/v3/messages", as: .user("carol"), json: message)
+            #expect(limited.status == 429 && limited.errorCode == "ERR_TOO_MANY_REQUESTS")
+            let retryAfter =
+                ((limited.json["error"] as? [String: Any])?["details"] as? [String: Any])?["retryAfter"] as? Int
+            #expect((1...60).contains(retryAfter ?? 0))
+            // Another user has their own minute.
+            #expect(try await http.call("POST", "/v3/messages", as: .user("bob"), json: message).status == 200)
+        }
+    }
 }

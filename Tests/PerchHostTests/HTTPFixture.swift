@@ -62,7 +62,10 @@ struct HTTPChat: Sendable {
     }
 }
 
-func withHTTPChat(bots: [String: String] = [:], maximumBody: Int = 64 * 1024, _ body: (HTTPChat) async throws -> Void)
+func withHTTPChat(
+    bots: [String: String] = [:], maximumBody: Int = 64 * 1024, messagesPerMinute: Int = 0,
+    _ body: (HTTPChat) async throws -> Void
+)
     async throws
 {
     try await withTestHost(config: hostConfig, bots: bots) { chat in
@@ -70,7 +73,7 @@ func withHTTPChat(bots: [String: String] = [:], maximumBody: Int = 64 * 1024, _ 
             directory: chat.directory + "/media", maximumBytes: 32 * 1024, allowedTypes: ["image/png", "text/plain"])
         let api = PerchAPI(
             service: chat.service, host: chat.host, apiKey: apiKey, metrics: chat.host.metrics, media: media,
-            maximumBodyBytes: maximumBody)
+            maximumBodyBytes: maximumBody, messagesPerMinute: messagesPerMinute)
         let server = try HTTPServer(
             host: "127.0.0.1", port: 0, maximumBodyBytes: max(maximumBody, 32 * 1024), heartbeat: .seconds(1)
         ) {

@@ -52,6 +52,7 @@ struct ConfigValidator {
         range("limits.savesPerUser", config.limits.savesPerUser, 1...10_000)
         range("limits.messageTextBytes", config.limits.messageTextBytes, 1...(1 << 20))
         range("limits.botHops", config.limits.botHops, 0...20)
+        range("limits.messagesPerMinute", config.limits.messagesPerMinute, 0...100_000)
         validateStrings()
         validateSeed()
         return findings

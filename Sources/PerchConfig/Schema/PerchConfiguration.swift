@@ -166,10 +166,15 @@ public struct Limits: Decodable, Sendable {
     public var messageTextBytes = 65_536
     /// `botHops` (default 3, 0–20): how many bots may answer bots in a row before the chain is cut.
     public var botHops = 3
+    /// `messagesPerMinute` (default 0: off; 0–100000): messages one user may send a minute through
+    /// the HTTP API (CometChat's governor is 30); beyond it, 429 `ERR_TOO_MANY_REQUESTS`.
+    public var messagesPerMinute = 0
 
     public init() {}
 
-    enum CodingKeys: String, CodingKey { case pinsPerConversation, savesPerUser, messageTextBytes, botHops }
+    enum CodingKeys: String, CodingKey {
+        case pinsPerConversation, savesPerUser, messageTextBytes, botHops, messagesPerMinute
+    }
 
     public init(from decoder: any Decoder) throws {
         let c = try decoder.container(keyedBy: CodingKeys.self)
@@ -177,6 +182,7 @@ public struct Limits: Decodable, Sendable {
         savesPerUser = try c.decodeIfPresent(Int.self, forKey: .savesPerUser) ?? 100
         messageTextBytes = try c.decodeIfPresent(Int.self, forKey: .messageTextBytes) ?? 65_536
         botHops = try c.decodeIfPresent(Int.self, forKey: .botHops) ?? 3
+        messagesPerMinute = try c.decodeIfPresent(Int.self, forKey: .messagesPerMinute) ?? 0
     }
 }
 

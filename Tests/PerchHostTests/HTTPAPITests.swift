@@ -190,6 +190,9 @@ import Testing
                 headers: ["apikey": apiKey, "onBehalfOf": "bob", "Last-Event-ID": String(onLaptop[0].id)])
             let rest = await onThread { resumed.events(3) }
             #expect(rest.map(\.id) == Array(onLaptop.map(\.id).dropFirst()))
+            // An idle stream gets heartbeats (every second in this fixture).
+            _ = await onThread { resumed.events(99, timeout: 2.5) }
+            #expect(resumed.buffer.contains(": heartbeat"))
         }
     }
 

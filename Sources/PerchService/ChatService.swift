@@ -75,6 +75,15 @@ extension ChatService {
         }
     }
 
+    /// A message (nil when missing) and `uid`'s standing towards it (an outsider's when missing), for
+    /// the rules that check both.
+    static func lookup(_ tx: any ChatReadTransaction, _ id: Int64, by uid: String) throws -> (Message?, Participation) {
+        guard let message = try tx.message(id) else {
+            return (nil, Participation(uid: uid, receiverType: .user, standing: .outsider))
+        }
+        return (message, try participation(tx, uid: uid, towards: message))
+    }
+
     /// The standing of `uid` towards an existing message.
     static func participation(_ tx: any ChatReadTransaction, uid: String, towards message: Message) throws
         -> Participation

@@ -44,6 +44,19 @@ final class ExternalPlugin: BotPlugin, @unchecked Sendable {
         var pending: [Int: CheckedContinuation<JSONValue, any Error>] = [:]
         var restarts = 0
         var notBefore: ContinuousClock.Instant?
+
+        /// Drops the current child: counts a restart, sets the backoff (0.1 s doubling to 10 s) and
+        /// hands back the requests that were waiting on it.
+        mutating func forget() -> ([CheckedContinuation<JSONValue, any Error>], Double) {
+            process = nil
+            input = nil
+            restarts += 1
+            let delay = min(10, 0.1 * pow(2, Double(min(restarts - 1, 7))))
+            notBefore = ContinuousClock.now + .milliseconds(Int(delay * 1000))
+            let orphans = Array(pending.values)
+            pending.removeAll()
+            return (orphans, delay)
+        }
     }
 
     struct PluginFailure: Error, CustomStringConvertible {
@@ -335,14 +348,7 @@ final class ExternalPlugin: BotPlugin, @unchecked Sendable {
     private func exited(_ process: Process) {
         let (orphans, delay) = state.withLock { state -> ([CheckedContinuation<JSONValue, any Error>], Double) in
             guard state.process === process else { return ([], 0) }
-            state.process = nil
-            state.input = nil
-            state.restarts += 1
-            let delay = min(10, 0.1 * pow(2, Double(min(state.restarts - 1, 7))))
-            state.notBefore = ContinuousClock.now + .milliseconds(Int(delay * 1000))
-            let orphans = Array(state.pending.values)
-            state.pending.removeAll()
-            return (orphans, delay)
+            return state.forget()
         }
         guard !orphans.isEmpty || delay > 0 else { return }
         metrics?.increment("perch_plugin_restarts_total", ["plugin": pluginName])
@@ -357,13 +363,7 @@ final class ExternalPlugin: BotPlugin, @unchecked Sendable {
     func stop() {
         let (process, orphans) = state.withLock { state -> (Process?, [CheckedContinuation<JSONValue, any Error>]) in
             guard let process = state.process else { return (nil, []) }
-            state.process = nil
-            state.input = nil
-            state.restarts += 1
-            let delay = min(10, 0.1 * pow(2, Double(min(state.restarts - 1, 7))))
-            state.notBefore = ContinuousClock.now + .milliseconds(Int(delay * 1000))
-            let orphans = Array(state.pending.values)
-            state.pending.removeAll()
+            let (orphans, _) = state.forget()
             return (process, orphans)
         }
         for continuation in orphans {

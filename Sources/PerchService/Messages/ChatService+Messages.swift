@@ -98,10 +98,7 @@ extension ChatService {
         }
         let now = clock.now()
         return try await writing { tx in
-            var message = try tx.message(id)
-            let actor =
-                try message.map { try Self.participation(tx, uid: editor, towards: $0) }
-                ?? Participation(uid: editor, receiverType: .user, standing: .outsider)
+            var (message, actor) = try Self.lookup(tx, id, by: editor)
             try MessageRules.checkEdit(message, id: id, by: actor)
             if let text {
                 guard message!.type == MessageType.text || message!.category == .custom else {

@@ -17,10 +17,7 @@ extension ChatService {
         let now = clock.now()
         let limit = settings.pinsPerConversation
         return try await writing { tx in
-            var message = try tx.message(id)
-            let who =
-                try message.map { try Self.participation(tx, uid: actor, towards: $0) }
-                ?? Participation(uid: actor, receiverType: .user, standing: .outsider)
+            var (message, who) = try Self.lookup(tx, id, by: actor)
             try PinRules.checkPin(message, id: id, by: who)
             let count = try tx.pinnedCount(conversationId: message!.conversationId)
             try PinRules.checkPinLimit(pinned: count, limit: limit, alreadyPinned: message!.isPinned)
@@ -39,10 +36,7 @@ extension ChatService {
         guard settings.pinEnabled else { throw ChatError(.featureNotAccessible, ["feature": "pin"]) }
         let now = clock.now()
         return try await writing { tx in
-            var message = try tx.message(id)
-            let who =
-                try message.map { try Self.participation(tx, uid: actor, towards: $0) }
-                ?? Participation(uid: actor, receiverType: .user, standing: .outsider)
+            var (message, who) = try Self.lookup(tx, id, by: actor)
             try PinRules.checkPin(message, id: id, by: who)
             if message!.isPinned {
                 message!.pinnedAt = 0
@@ -63,10 +57,7 @@ extension ChatService {
         let now = clock.now()
         let limit = settings.savesPerUser
         return try await writing { tx in
-            let message = try tx.message(id)
-            let who =
-                try message.map { try Self.participation(tx, uid: uid, towards: $0) }
-                ?? Participation(uid: uid, receiverType: .user, standing: .outsider)
+            let (message, who) = try Self.lookup(tx, id, by: uid)
             try PinRules.checkSave(message, id: id, by: who)
             let already = try tx.savedAt(uid: uid, messageIds: [id])[id] != nil
             try PinRules.checkSaveLimit(saved: try tx.liveSaveCount(uid: uid), limit: limit, alreadySaved: already)

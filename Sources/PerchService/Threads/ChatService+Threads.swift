@@ -9,10 +9,7 @@ extension ChatService {
     public func subscribeToThread(_ parentMessageId: Int64, as uid: String) async throws(ChatError) -> Message {
         let now = clock.now()
         return try await writing { tx in
-            let parent = try tx.message(parentMessageId)
-            let actor =
-                try parent.map { try Self.participation(tx, uid: uid, towards: $0) }
-                ?? Participation(uid: uid, receiverType: .user, standing: .outsider)
+            let (parent, actor) = try Self.lookup(tx, parentMessageId, by: uid)
             try ThreadSubscriptionRules.check(parent, id: parentMessageId, by: actor)
             try tx.subscribe(uid: uid, to: parent!, at: now)
             return try Self.decorate(tx, [parent!], for: uid)[0]
@@ -24,10 +21,7 @@ extension ChatService {
     /// - Throws: `ERR_MESSAGE_ID_NOT_FOUND`, `ERR_MESSAGE_NO_ACCESS`, `ERR_MESSAGE_ACTION_NOT_ALLOWED`.
     public func unsubscribeFromThread(_ parentMessageId: Int64, as uid: String) async throws(ChatError) -> Message {
         try await writing { tx in
-            let parent = try tx.message(parentMessageId)
-            let actor =
-                try parent.map { try Self.participation(tx, uid: uid, towards: $0) }
-                ?? Participation(uid: uid, receiverType: .user, standing: .outsider)
+            let (parent, actor) = try Self.lookup(tx, parentMessageId, by: uid)
             try ThreadSubscriptionRules.check(parent, id: parentMessageId, by: actor)
             try tx.unsubscribe(uid: uid, from: parentMessageId)
             return try Self.decorate(tx, [parent!], for: uid)[0]

@@ -33,14 +33,25 @@ public enum RunCommand {
             return 1
         }
         logger.info("configuration loaded", ["config": configPath, "summary": CheckCommand.summary(loaded)])
-        let host = BotHost(configuration: loaded, options: BotHost.Options(logger: logger))
+        let isDryRun = parsed.command == "dry-run"
+        if !isDryRun, let config = loaded.config {
+            // One host per data directory: two would handle every event twice.
+            let directory = loaded.resolve(config.server.dataDirectory)
+            guard DataDirectoryLock.acquire(directory) else {
+                logger.error("another perch run holds \(directory)/perch.lock; one host per data directory")
+                return 1
+            }
+        }
+        let host = BotHost(
+            configuration: loaded,
+            options: BotHost.Options(logger: logger, schedulesFromTimer: !isDryRun, consumeEvents: !isDryRun))
         do {
             try await host.start()
         } catch {
             logger.error("cannot start: \(error)")
             return 1
         }
-        if parsed.command == "dry-run" {
+        if isDryRun {
             let code = await dryRun(host, parsed)
             await host.stop()
             return code
@@ -101,5 +112,16 @@ public enum RunCommand {
             FileHandle.standardError.write(Data("perch: \(error)\n".utf8))
             return 1
         }
+    }
+}
+
+/// An exclusive lock on `<data directory>/perch.lock`, held until the process exits.
+enum DataDirectoryLock {
+    static func acquire(_ directory: String) -> Bool {
+        try? FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        let fd = open(directory + "/perch.lock", O_CREAT | O_RDWR | O_CLOEXEC, 0o644)
+        guard fd >= 0 else { return false }
+        // The descriptor stays open (and the lock held) for the life of the process.
+        return flock(fd, LOCK_EX | LOCK_NB) == 0
     }
 }

@@ -50,9 +50,14 @@ public final class SQLiteChatStore: ChatStore {
     static func prepare(_ db: SQLiteConnection, path: String, synchronous: Synchronous) throws {
         let version: Int64
         let application: Int64
+        let tables: Int64
         do {
+            // One snapshot: another process may be creating the schema right now.
+            try db.execute("BEGIN")
+            defer { try? db.execute("COMMIT") }
             version = try db.scalar("PRAGMA user_version") ?? 0
             application = try db.scalar("PRAGMA application_id") ?? 0
+            tables = try db.scalar("SELECT count(*) FROM sqlite_master") ?? 0
         } catch let error as SQLiteError {
             throw StoreOpenError.damaged(path: path, reason: error.message)
         }
@@ -62,10 +67,7 @@ public final class SQLiteChatStore: ChatStore {
         if version > Int64(Schema.migrations.count) {
             throw StoreOpenError.newerSchema(path: path, found: Int(version), supported: Schema.migrations.count)
         }
-        if application == 0 && version == 0 {
-            let tables = try db.scalar("SELECT count(*) FROM sqlite_master") ?? 0
-            if tables > 0 { throw StoreOpenError.notAPerchDatabase(path: path) }
-        }
+        if application == 0 && version == 0 && tables > 0 { throw StoreOpenError.notAPerchDatabase(path: path) }
         do {
             try db.execute("PRAGMA journal_mode = WAL")
             try db.execute("PRAGMA synchronous = \(synchronous.rawValue)")
@@ -78,6 +80,12 @@ public final class SQLiteChatStore: ChatStore {
             for index in Int(version)..<Schema.migrations.count {
                 try db.execute("BEGIN IMMEDIATE")
                 do {
+                    // Another process (a second host, `perch send --local`) may have migrated since
+                    // the version was read: check again under the write lock.
+                    if (try db.scalar("PRAGMA user_version") ?? 0) > Int64(index) {
+                        try db.execute("COMMIT")
+                        continue
+                    }
                     try db.execute(Schema.migrations[index])
                     try db.execute("PRAGMA user_version = \(index + 1)")
                     try db.execute("PRAGMA application_id = \(Schema.applicationID)")

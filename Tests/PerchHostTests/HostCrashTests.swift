@@ -44,13 +44,35 @@ import Testing
         return false
     }
 
+    /// Two hosts on one data directory would handle every event twice: the second refuses to start.
+    @Test func oneHostPerDataDirectory() async throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("perch-lock-\(UUID().uuidString)")
+            .path
+        try FileManager.default.createDirectory(atPath: directory + "/bots", withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        try (hostConfig + "\nserver:\n  listen: 127.0.0.1:0\n").write(
+            toFile: directory + "/config.yaml", atomically: true, encoding: .utf8)
+        let first = try startHost(directory)
+        #expect(
+            try await waitUntil(.seconds(20)) { FileManager.default.fileExists(atPath: directory + "/data/perch.lock") }
+        )
+        try await Task.sleep(for: .milliseconds(300))
+        let second = try startHost(directory)
+        let refused = try await waitUntil(.seconds(20)) { !second.isRunning }
+        #expect(refused && second.terminationStatus == 1)
+        #expect(first.isRunning)
+        first.terminate()
+        first.waitUntilExit()
+        #expect(first.terminationStatus == 0)
+    }
+
     /// kill -9 during a stream of messages, restart: no bot reply lost, none duplicated.
     @Test func killNineDuringAStreamLosesAndDuplicatesNoReply() async throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("perch-kill-\(UUID().uuidString)")
             .path
         try FileManager.default.createDirectory(atPath: directory + "/bots", withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: directory) }
-        try (hostConfig + "\nserver:\n  dataDirectory: data\n").write(
+        try (hostConfig + "\nserver:\n  dataDirectory: data\n  listen: 127.0.0.1:0\n").write(
             toFile: directory + "/config.yaml", atomically: true, encoding: .utf8)
         try botFile(
             """

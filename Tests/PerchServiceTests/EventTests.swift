@@ -148,3 +148,37 @@ import Testing
         return ""
     }
 }
+
+@Suite struct ConcurrentOpenTests {
+    /// Several processes may open one database at once (hosts, `perch send --local`): migrations
+    /// must not run twice.
+    @Test func storesOpeningTogetherMigrateOnce() async throws {
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "perch-open-\(UUID().uuidString).sqlite"
+        ).path
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        let results = await withTaskGroup(of: String?.self) { group in
+            for _ in 0..<6 {
+                group.addTask {
+                    await withCheckedContinuation { continuation in
+                        Thread {
+                            do {
+                                let store = try SQLiteChatStore(path: path)
+                                Task {
+                                    await store.close()
+                                    continuation.resume(returning: nil)
+                                }
+                            } catch {
+                                continuation.resume(returning: "\(error)")
+                            }
+                        }.start()
+                    }
+                }
+            }
+            var errors: [String] = []
+            for await result in group { if let result { errors.append(result) } }
+            return errors
+        }
+        #expect(results.isEmpty, "\(results)")
+    }
+}

@@ -29,12 +29,16 @@ public actor BotHost {
         public var monotonic: @Sendable () -> Double
         /// Runs schedules from a timer (off in tests, which call ``runSchedules(at:)``).
         public var schedulesFromTimer: Bool
+        /// Runs the bots' consumers. Off for `perch dry-run`, which must not handle any event (a
+        /// running host may share the database and the bots' cursors).
+        public var consumeEvents: Bool
 
         public init(
             dataDirectory: String? = nil, clock: any ChatClock = SystemClock(), logger: HostLogger = HostLogger(),
             registry: PluginRegistry = .standard, monotonic: @escaping @Sendable () -> Double = BotHost.uptime,
-            schedulesFromTimer: Bool = true
+            schedulesFromTimer: Bool = true, consumeEvents: Bool = true
         ) {
+            self.consumeEvents = consumeEvents
             self.dataDirectory = dataDirectory
             self.clock = clock
             self.logger = logger
@@ -174,6 +178,10 @@ public actor BotHost {
         // A bot new to this database starts at the present: it does not replay history from before
         // it existed (its cursor is then saved, so a restart resumes where it stopped).
         let latest = try await service.store.latestEventSequence()
+        guard options.consumeEvents else {
+            configuration = loaded
+            return
+        }
         for name in fresh.keys where try await service.cursor(consumer: "bot:\(name)") == 0 {
             try await service.acknowledge(consumer: "bot:\(name)", seq: latest)
         }

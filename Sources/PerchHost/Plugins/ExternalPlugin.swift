@@ -21,6 +21,8 @@ import Synchronization
 /// request past `timeout_ms` is abandoned and counted, and the child, presumed hung, is killed and
 /// restarted on the next event; lines that are not JSON are logged and skipped. None of it stops
 /// any other bot.
+// `@unchecked Sendable`: every mutable part (the child process, its pipes, pending requests,
+// contexts, hooks) sits behind a Mutex; the rest is immutable.
 final class ExternalPlugin: BotPlugin, @unchecked Sendable {
     typealias Configuration = NoConfiguration
     static let name = "external"

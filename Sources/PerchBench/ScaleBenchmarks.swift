@@ -75,3 +75,50 @@ func benchmarkInbox() async throws {
 extension Double {
     var rounded3: Double { (self * 1000).rounded() / 1000 }
 }
+
+/// Notification routing in a 1,000-member group: the cost of a send whose message every member's
+/// preferences are consulted for, against a send in a 2-member group.
+func benchmarkRouting() async throws {
+    let chat = try BenchChat()
+    let service = chat.service
+    _ = try await service.createUser(uid: "owner", name: "Owner")
+    _ = try await service.createGroup(guid: "big", name: "Big", owner: "owner")
+    _ = try await service.createGroup(guid: "small", name: "Small", owner: "owner")
+    var batch: [(uid: String, scope: GroupMemberScope)] = []
+    for index in 0..<999 {
+        let uid = "m\(index)"
+        _ = try await service.createUser(uid: uid, name: uid)
+        batch.append((uid, .participant))
+        if batch.count == 100 {
+            try await service.addMembers(to: "big", batch, by: "owner")
+            batch = []
+        }
+    }
+    if !batch.isEmpty { try await service.addMembers(to: "big", batch, by: "owner") }
+    try await service.addMembers(to: "small", [("m0", .participant)], by: "owner")
+    // A quarter of the members chose their own preferences.
+    for index in stride(from: 0, to: 999, by: 4) {
+        var preferences = NotificationPreferences()
+        preferences.group.messages = .subscribeToMentions
+        _ = try await service.updateNotificationPreferences(preferences, of: "m\(index)")
+    }
+    var counter = 0
+    let big = try await measure(runs: 300, warmup: 20) {
+        counter += 1
+        _ = try await service.send(MessageDraft(to: .group("big"), text: "hello \(counter)"), as: "owner")
+    }
+    let small = try await measure(runs: 300, warmup: 20) {
+        counter += 1
+        _ = try await service.send(MessageDraft(to: .group("small"), text: "hello \(counter)"), as: "owner")
+    }
+    let outbox = try await service.notifications(for: "m1", limit: 1000).count
+    report(
+        "routing",
+        [
+            "members": 1_000, "send_1000_members_us": (big.median / 1000).rounded3,
+            "send_2_members_us": (small.median / 1000).rounded3,
+            "routing_cost_per_message_us": ((big.median - small.median) / 1000).rounded3,
+            "outbox_rows_for_one_member": outbox,
+        ])
+    await chat.close()
+}

@@ -9,6 +9,7 @@ let scenarios: [String: () async throws -> Void] = [
     "pages": benchmarkPages,
     "inbox": benchmarkInbox,
     "words": benchmarkWords,
+    "routing": benchmarkRouting,
 ]
 let requested = CommandLine.arguments.dropFirst().first
 guard requested == nil || scenarios[requested!] != nil else {

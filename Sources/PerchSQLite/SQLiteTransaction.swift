@@ -487,12 +487,21 @@ final class SQLiteTransaction: ChatWriteTransaction {
     // MARK: Notifications
 
     func preferences(of uids: [String]) throws -> [String: NotificationPreferences] {
+        guard !uids.isEmpty else { return [:] }
+        // One statement for the whole audience (a 1,000-member group took 1,000 lookups before).
+        let list = "[" + uids.map { JSONWriter.quoted($0) }.joined(separator: ",") + "]"
+        let rows = try db.query(
+            "SELECT uid, preferences FROM notification_preferences WHERE uid IN (SELECT value FROM json_each(?))",
+            [.text(list)]
+        ) { ($0.text(0), $0.text(1)) }
         var found: [String: NotificationPreferences] = [:]
-        for uid in uids {
-            let rows = try db.query("SELECT preferences FROM notification_preferences WHERE uid = ?", [.text(uid)]) {
-                $0.text(0)
-            }
-            if let text = rows.first, let preferences: NotificationPreferences = coder.decode(text) {
+        // Many users share the same settings: decode each distinct text once.
+        var decoded: [String: NotificationPreferences] = [:]
+        for (uid, text) in rows {
+            if let known = decoded[text] {
+                found[uid] = known
+            } else if let preferences: NotificationPreferences = coder.decode(text) {
+                decoded[text] = preferences
                 found[uid] = preferences
             }
         }

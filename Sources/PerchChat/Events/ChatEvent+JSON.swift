@@ -236,6 +236,15 @@ public struct JSONWriter {
     }
 }
 
+extension JSONWriter {
+    /// `text` as a JSON string literal.
+    public static func quoted(_ text: String) -> String {
+        var writer = JSONWriter(capacity: text.utf8.count + 2)
+        writer.string(text)
+        return writer.output
+    }
+}
+
 extension ChatEvent {
     /// The event as JSON, with the keys its `Codable` conformance uses.
     public var json: String {

@@ -203,9 +203,8 @@ public final class BotContext: Sendable {
     public func kick() async throws(ChatError) {
         guard let message, message.receiverType == .group else { throw .badRequest("message", "not a group message") }
         do {
-            _ = try await runtime.act(context: self) { service -> Bool in
+            try await runtime.act(context: self) { service in
                 try await service.kick(message.sender, from: message.receiverUid, by: self.bot.uid)
-                return true
             }
         } catch {
             guard error.code == .notAMember else { throw error }
@@ -215,9 +214,8 @@ public final class BotContext: Sendable {
     /// Bans the sender from the group.
     public func ban() async throws(ChatError) {
         guard let message, message.receiverType == .group else { throw .badRequest("message", "not a group message") }
-        _ = try await runtime.act(context: self) { service -> Bool in
+        try await runtime.act(context: self) { service in
             try await service.ban(message.sender, from: message.receiverUid, by: self.bot.uid)
-            return true
         }
     }
 }

@@ -21,9 +21,8 @@ extension ChatService {
 
     /// Records that `consumer` has handled everything up to `seq`.
     public func acknowledge(consumer: String, seq: Int64) async throws(ChatError) {
-        _ = try await writing { tx -> Bool in
+        try await writing { tx in
             try tx.setCursor(consumer: consumer, seq: seq)
-            return true
         }
     }
 
@@ -74,9 +73,8 @@ extension ChatService {
         guard key.utf8.count <= 256, (value?.utf8.count ?? 0) <= 1 << 20 else {
             throw .badRequest("key", "keys up to 256 bytes, values up to 1 MiB")
         }
-        _ = try await writing { tx -> Bool in
+        try await writing { tx in
             try tx.setPluginValue(bot: bot, key: key, value: value)
-            return true
         }
     }
 

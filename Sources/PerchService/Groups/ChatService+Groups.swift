@@ -45,20 +45,19 @@ extension ChatService {
     /// Idempotent; emits `onMemberAddedToGroup` only when it adds.
     public func ensureMember(guid: String, uid: String, scope: GroupMemberScope) async throws(ChatError) {
         let now = clock.now()
-        _ = try await writing { tx -> Bool in
+        try await writing { tx in
             let group = try Self.requireGroup(tx, guid)
             _ = try Self.requireUser(tx, uid)
             if let existing = try tx.member(guid: guid, uid: uid) {
                 if existing.scope != scope, existing.scope != .owner {
                     try tx.upsertMember(GroupMember(guid: guid, uid: uid, scope: scope, joinedAt: existing.joinedAt))
                 }
-                return false
+                return
             }
-            guard try !tx.isBanned(guid: guid, uid: uid) else { return false }
+            guard try !tx.isBanned(guid: guid, uid: uid) else { return }
             try tx.upsertMember(GroupMember(guid: guid, uid: uid, scope: scope, joinedAt: now))
             try Self.memberEvent(
                 tx, .memberAddedToGroup, group: group, uid: uid, actor: group.owner, scope: scope, at: now)
-            return true
         }
     }
 
@@ -117,7 +116,7 @@ extension ChatService {
         guard additions.allSatisfy({ $0.scope != .owner }) else { throw .badRequest("scope", "a group has one owner") }
         let list = additions.map { ($0.uid, $0.scope) }
         let now = clock.now()
-        _ = try await writing { tx -> Bool in
+        try await writing { tx in
             let group = try Self.requireGroup(tx, guid)
             let who = try Self.participation(tx, uid: actor, in: .group(guid))
             guard let scope = who.scope, scope >= .admin else { throw ChatError(.groupNoClearance) }
@@ -135,7 +134,6 @@ extension ChatService {
                     tx, .memberAddedToGroup, group: group, uid: uid, actor: actor, scope: memberScope,
                     at: now)
             }
-            return true
         }
     }
 
@@ -166,7 +164,7 @@ extension ChatService {
     /// - Throws: `ERR_GUID_NOT_FOUND`, `ERR_GROUP_NOT_JOINED`, `ERR_BAD_REQUEST`.
     public func leave(_ guid: String, as uid: String) async throws(ChatError) {
         let now = clock.now()
-        _ = try await writing { tx -> Bool in
+        try await writing { tx in
             let group = try Self.requireGroup(tx, guid)
             guard let member = try tx.member(guid: guid, uid: uid) else {
                 throw ChatError(.groupNotJoined, ["guid": .string(guid)])
@@ -174,7 +172,6 @@ extension ChatService {
             guard member.scope != .owner else { throw ChatError.badRequest("uid", "the owner cannot leave the group") }
             try tx.removeMember(guid: guid, uid: uid)
             try Self.memberEvent(tx, .groupMemberLeft, group: group, uid: uid, actor: uid, at: now, alsoTo: uid)
-            return true
         }
     }
 
@@ -183,7 +180,7 @@ extension ChatService {
     ///   `ERR_GROUP_NO_SCOPE_CLEARANCE`, `ERR_GROUP_NO_SELF_ACTION`.
     public func kick(_ uid: String, from guid: String, by actor: String) async throws(ChatError) {
         let now = clock.now()
-        _ = try await writing { tx -> Bool in
+        try await writing { tx in
             let group = try Self.requireGroup(tx, guid)
             let who = try Self.participation(tx, uid: actor, in: .group(guid))
             guard let target = try tx.member(guid: guid, uid: uid) else {
@@ -193,7 +190,6 @@ extension ChatService {
             try GroupRules.checkRemoval(actor: who, target: uid, targetScope: target.scope)
             try tx.removeMember(guid: guid, uid: uid)
             try Self.memberEvent(tx, .groupMemberKicked, group: group, uid: uid, actor: actor, at: now, alsoTo: uid)
-            return true
         }
     }
 
@@ -201,17 +197,16 @@ extension ChatService {
     /// - Throws: as ``kick(_:from:by:)``, and `ERR_UID_NOT_FOUND`.
     public func ban(_ uid: String, from guid: String, by actor: String) async throws(ChatError) {
         let now = clock.now()
-        _ = try await writing { tx -> Bool in
+        try await writing { tx in
             let group = try Self.requireGroup(tx, guid)
             _ = try Self.requireUser(tx, uid)
             let who = try Self.participation(tx, uid: actor, in: .group(guid))
             let target = try tx.member(guid: guid, uid: uid)
             try GroupRules.checkRemoval(actor: who, target: uid, targetScope: target?.scope)
-            guard try !tx.isBanned(guid: guid, uid: uid) else { return false }
+            guard try !tx.isBanned(guid: guid, uid: uid) else { return }
             try tx.removeMember(guid: guid, uid: uid)
             try tx.setBanned(guid: guid, uid: uid, banned: true, at: now)
             try Self.memberEvent(tx, .groupMemberBanned, group: group, uid: uid, actor: actor, at: now, alsoTo: uid)
-            return true
         }
     }
 
@@ -219,7 +214,7 @@ extension ChatService {
     /// - Throws: `ERR_GUID_NOT_FOUND`, `ERR_GROUP_NO_CLEARANCE`, `ERR_BAD_REQUEST` (not banned).
     public func unban(_ uid: String, from guid: String, by actor: String) async throws(ChatError) {
         let now = clock.now()
-        _ = try await writing { tx -> Bool in
+        try await writing { tx in
             let group = try Self.requireGroup(tx, guid)
             let who = try Self.participation(tx, uid: actor, in: .group(guid))
             guard let scope = who.scope, scope.canModerate else { throw ChatError(.groupNoClearance) }
@@ -228,7 +223,6 @@ extension ChatService {
             }
             try tx.setBanned(guid: guid, uid: uid, banned: false, at: now)
             try Self.memberEvent(tx, .groupMemberUnbanned, group: group, uid: uid, actor: actor, at: now, alsoTo: uid)
-            return true
         }
     }
 

@@ -76,10 +76,9 @@ extension ChatService {
     /// - Throws: `ERR_UID_NOT_FOUND`.
     public func storeToken(hash: String, for uid: String) async throws(ChatError) {
         let now = clock.now()
-        _ = try await writing { tx -> Bool in
+        try await writing { tx in
             _ = try Self.requireUser(tx, uid)
             try tx.insertToken(hash: hash, uid: uid, at: now)
-            return true
         }
     }
 

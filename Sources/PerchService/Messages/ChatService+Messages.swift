@@ -21,13 +21,16 @@ extension ChatService {
             if !draft.muid.isEmpty, let first = try tx.message(sender: sender, muid: draft.muid) {
                 return try Self.decorate(tx, [first], for: sender)[0]
             }
-            let message = try Self.insert(
+            // A message just made has no save and no subscription yet: its live form (with the quote
+            // preview) plus the sender's mention flag is the sender's view, with no more lookups.
+            var message = try Self.insert(
                 tx, draft, from: sender, at: now, category: draft.category, defaults: defaults)
-            return try Self.decorate(tx, [message], for: sender)[0]
+            message.hasMentionedMe = message.mentionedUids.contains(sender)
+            return message
         }
     }
 
-    /// Validates, inserts and announces one message inside `tx`.
+    /// Validates, inserts and announces one message inside `tx`; returns its live form.
     static func insert(
         _ tx: any ChatWriteTransaction, _ draft: MessageDraft, from sender: String, at now: Int64,
         category: MessageCategory, defaults: NotificationPreferences
@@ -69,11 +72,11 @@ extension ChatService {
             subscribers = try subscribeOnReply(tx, parent: parent, reply: message, at: now)
         }
         try route(tx, message, subscribers: subscribers, defaults: defaults, at: now)
+        let live = try decorateLive(tx, message)
         let event = ChatEvent(
-            name: EventName.received(message), conversationId: conversationId, createdAt: now,
-            message: try decorateLive(tx, message))
+            name: EventName.received(message), conversationId: conversationId, createdAt: now, message: live)
         _ = try tx.appendEvent(event, audience: audience(of: message))
-        return message
+        return live
     }
 
     /// The uids mentioned in `text` who can see the conversation (and exist).

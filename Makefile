@@ -43,10 +43,9 @@ fuzz: setup
 api-fuzz: setup
 	./scripts/api-fuzz
 
-## Run the benchmarks in a release build; see BENCHMARKS.md.
+## Every benchmark in one invocation (peers-v1 with errbot/opsdroid/maubot, store, scale); see BENCHMARKS.md.
 bench: setup
-	$(SWIFT) build -c release --product PerchBench
-	./.build/release/PerchBench
+	./scripts/bench
 
 clean:
 	rm -rf .build

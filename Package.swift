@@ -62,7 +62,14 @@ let package = Package(
 
         // The benchmarks (`make bench`).
         .executableTarget(
-            name: "PerchBench", dependencies: ["PerchService", "PerchSQLite", "PerchChat", "PerchMatch", "PerchRegex"]),
+            name: "PerchBench",
+            dependencies: [
+                "PerchService", "PerchSQLite", "PerchChat", "PerchMatch", "PerchRegex", "PerchHost", "PerchConfig",
+            ]),
+        // peers-v1 against errbot, opsdroid and maubot (`make bench`; shared/bench/peers).
+        .executableTarget(
+            name: "PerchPeersBench",
+            dependencies: ["PerchHost", "PerchConfig", "PerchService", "PerchChat", "CCrypto"]),
         // The child process of the store's crash test.
         .executableTarget(name: "PerchStoreProbe", dependencies: ["PerchService", "PerchSQLite", "PerchChat"]),
 

@@ -122,3 +122,54 @@ func benchmarkRouting() async throws {
         ])
     await chat.close()
 }
+
+/// One durable send at a time into a 3-member group: the latency a lone sender sees.
+func benchmarkSend() async throws {
+    let chat = try BenchChat()
+    let service = chat.service
+    for uid in ["a", "b", "c"] { _ = try await service.createUser(uid: uid, name: uid) }
+    _ = try await service.createGroup(guid: "g", name: "G", owner: "a")
+    try await service.addMembers(to: "g", [("b", .participant), ("c", .participant)], by: "a")
+    var index = 0
+    let send = try await measure(runs: 3_000, warmup: 200) {
+        index += 1
+        _ = try await service.send(MessageDraft(to: .group("g"), text: "!ping \(index)"), as: "a")
+    }
+    report("send", ["sequential_send_p50_us": (send.median / 1000).rounded3, "p99_us": (send.p99 / 1000).rounded3])
+    await chat.close()
+}
+
+/// Durable sends through the service (64 concurrent senders, a 3-member group) against plain
+/// SQLite inserting the same rows with the same schema and pragmas (`bench/sqlite-limit/insert.c`,
+/// run when `PERCH_SQLITE_LIMIT` names its binary): how close the store gets to its limit.
+func benchmarkStoreLimit() async throws {
+    let sends = 20_000
+    let chat = try BenchChat()
+    let service = chat.service
+    for uid in ["a", "b", "c"] { _ = try await service.createUser(uid: uid, name: uid) }
+    _ = try await service.createGroup(guid: "g", name: "G", owner: "a")
+    try await service.addMembers(to: "g", [("b", .participant), ("c", .participant)], by: "a")
+    let started = Date()
+    try await fill(service, count: sends, draft: { MessageDraft(to: .group("g"), text: "message \($0)") }, as: "a")
+    let perch = Double(sends) / Date().timeIntervalSince(started)
+    var fields: [String: Any] = ["perch_sends_per_s": perch.rounded(), "sends": sends, "senders": 64]
+    if let limit = ProcessInfo.processInfo.environment["PERCH_SQLITE_LIMIT"] {
+        let process = Process()
+        let output = Pipe()
+        process.executableURL = URL(fileURLWithPath: limit)
+        process.arguments = [chat.store.path, chat.directory + "/plain.sqlite", String(sends), "64"]
+        process.standardOutput = output
+        try process.run()
+        process.waitUntilExit()
+        let data = output.fileHandleForReading.readDataToEndOfFile()
+        if let plain = try JSONSerialization.jsonObject(with: data) as? [String: Any],
+            let rate = plain["sends_per_s"] as? Double
+        {
+            fields["plain_sqlite_sends_per_s"] = rate
+            fields["plain_sqlite_outbox_rows_per_send"] = plain["outbox_rows_per_send"]
+            fields["ratio_perch_over_plain"] = (perch / rate).rounded3
+        }
+    }
+    report("store-limit", fields)
+    await chat.close()
+}

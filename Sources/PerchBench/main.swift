@@ -10,6 +10,9 @@ let scenarios: [String: () async throws -> Void] = [
     "inbox": benchmarkInbox,
     "words": benchmarkWords,
     "routing": benchmarkRouting,
+    "send": benchmarkSend,
+    "store-limit": benchmarkStoreLimit,
+    "bots": benchmarkBots,
 ]
 let requested = CommandLine.arguments.dropFirst().first
 guard requested == nil || scenarios[requested!] != nil else {

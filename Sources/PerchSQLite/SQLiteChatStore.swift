@@ -25,6 +25,10 @@ public final class SQLiteChatStore: ChatStore {
     private let readers: Mutex<[ConnectionBox]>
     private let readerPath: String
     private let notifier = EventNotifier()
+    /// Recent committed events, decoded: consumers read what was just written, or what another
+    /// consumer just read, without parsing it again (every bot and every SSE session reads the
+    /// same events).
+    private let cache = EventCache(capacity: 8_192)
 
     /// Opens (creating when absent) the database at `path`.
     /// - Throws: ``StoreOpenError`` for a newer schema, a file that is not a Perch database, or a
@@ -41,7 +45,8 @@ public final class SQLiteChatStore: ChatStore {
         let latest = try connection.scalar("SELECT coalesce(max(seq), 0) FROM events") ?? 0
         notifier.advance(to: latest)
         writer = Writer(
-            connection: ConnectionBox(connection: connection), maximumBatch: maximumBatch, notifier: notifier)
+            connection: ConnectionBox(connection: connection), maximumBatch: maximumBatch, notifier: notifier,
+            cache: cache)
         readerPath = path
         readers = Mutex([])
     }
@@ -114,7 +119,7 @@ public final class SQLiteChatStore: ChatStore {
         let db = box.connection
         try db.run("BEGIN")
         defer { _ = try? db.run("COMMIT") }
-        return try body(SQLiteTransaction(db, coder: box.coder))
+        return try body(SQLiteTransaction(db, coder: box.coder, cache: cache))
     }
 
     private func checkoutReader() throws -> ConnectionBox {
@@ -193,23 +198,38 @@ public enum StoreOpenError: Error, CustomStringConvertible, Sendable {
     }
 }
 
-/// The single writer: a thread draining a queue of transaction bodies, many per commit.
+/// The single writer, with group commit. One connection writes; whoever owns it runs a batch of
+/// queued transaction bodies in one transaction, each in its own savepoint.
+///
+/// A caller that finds the writer idle commits on its own thread (no hand-off: a lone send pays no
+/// thread wake-ups); bodies arriving meanwhile queue up, and when the caller is done it hands the
+/// queue to the writer thread, which drains it in batches. Ownership passes under the lock, so the
+/// connection is only ever used by one thread at a time.
 final class Writer: Sendable {
     struct Job: @unchecked Sendable {
-        // Runs on the writer thread only: the body, then the continuation after the commit.
+        // Runs on the owning thread only: the body, then the continuation after the commit.
         let run: (SQLiteTransaction) -> Void
         let finish: (Error?) -> Void
     }
 
-    private let state: Mutex<(jobs: [Job], closed: Bool)>
+    enum Owner { case none, caller, thread }
+    enum Next { case refused, queued, lead([Job]) }
+
+    private let state: Mutex<(jobs: [Job], closed: Bool, owner: Owner)>
     private let signal = DispatchSemaphore(value: 0)
     private let done = DispatchSemaphore(value: 0)
     private let maximumBatch: Int
+    private let connection: ConnectionBox
+    private let notifier: EventNotifier
+    private let cache: EventCache
 
-    init(connection: ConnectionBox, maximumBatch: Int, notifier: EventNotifier) {
-        state = Mutex((jobs: [], closed: false))
+    init(connection: ConnectionBox, maximumBatch: Int, notifier: EventNotifier, cache: EventCache) {
+        state = Mutex((jobs: [], closed: false, owner: .none))
         self.maximumBatch = maximumBatch
-        let thread = Thread { [self] in self.loop(connection, notifier: notifier) }
+        self.connection = connection
+        self.notifier = notifier
+        self.cache = cache
+        let thread = Thread { [self] in self.loop() }
         thread.name = "perch-sqlite-writer"
         thread.start()
     }
@@ -224,6 +244,7 @@ final class Writer: Sendable {
         let job = Job(
             run: { tx in
                 let db = tx.db
+                let appended = tx.appended.count
                 do {
                     try db.run("SAVEPOINT job")
                     do {
@@ -232,6 +253,7 @@ final class Writer: Sendable {
                     } catch {
                         _ = try? db.run("ROLLBACK TO job")
                         _ = try? db.run("RELEASE job")
+                        tx.appended.removeSubrange(appended...)
                         outcome.result = .failure(error)
                     }
                 } catch {
@@ -245,38 +267,65 @@ final class Writer: Sendable {
                     continuation.resume(with: outcome.result ?? .failure(SQLiteError(code: 1, message: "not run")))
                 }
             })
-        let accepted = state.withLock { state -> Bool in
-            guard !state.closed else { return false }
+        let next = state.withLock { state -> Next in
+            guard !state.closed else { return .refused }
             state.jobs.append(job)
-            return true
+            guard state.owner == .none else { return .queued }
+            state.owner = .caller
+            return .lead(take(&state.jobs))
         }
-        if accepted {
-            signal.signal()
-        } else {
+        switch next {
+        case .refused:
             continuation.resume(throwing: SQLiteError(code: SQLITE_MISUSE, message: "the store is closed"))
+        case .queued:
+            break
+        case .lead(let batch):
+            commit(batch)
+            // What queued meanwhile goes to the writer thread: this caller's task goes on.
+            let handOff = state.withLock { state -> Bool in
+                guard !state.jobs.isEmpty || state.closed else {
+                    state.owner = .none
+                    return false
+                }
+                state.owner = .thread
+                return true
+            }
+            if handOff { signal.signal() }
         }
+    }
+
+    private func take(_ jobs: inout [Job]) -> [Job] {
+        let count = min(jobs.count, maximumBatch)
+        let batch = Array(jobs.prefix(count))
+        jobs.removeFirst(count)
+        return batch
     }
 
     func close() {
-        let wasOpen = state.withLock { state -> Bool in
+        let (wasOpen, wake) = state.withLock { state -> (Bool, Bool) in
             defer { state.closed = true }
-            return !state.closed
+            guard !state.closed else { return (false, false) }
+            // The thread is told once: when idle it takes ownership to finish; when it or a caller
+            // owns the writer, it sees `closed` when the queue runs dry.
+            if state.owner == .none {
+                state.owner = .thread
+                return (true, true)
+            }
+            return (true, false)
         }
         guard wasOpen else { return }
-        signal.signal()
+        if wake { signal.signal() }
         done.wait()
     }
 
-    private func loop(_ box: ConnectionBox, notifier: EventNotifier) {
-        let db = box.connection
-        let coder = box.coder
+    /// The writer thread: owns the connection from a hand-off until the queue is empty.
+    private func loop() {
         while true {
             signal.wait()
             while true {
                 let (batch, closed) = state.withLock { state -> ([Job], Bool) in
-                    let count = min(state.jobs.count, maximumBatch)
-                    let batch = Array(state.jobs.prefix(count))
-                    state.jobs.removeFirst(count)
+                    let batch = take(&state.jobs)
+                    if batch.isEmpty, !state.closed { state.owner = .none }
                     return (batch, state.closed)
                 }
                 if batch.isEmpty {
@@ -286,20 +335,27 @@ final class Writer: Sendable {
                     }
                     break
                 }
-                let tx = SQLiteTransaction(db, coder: coder)
-                var commitError: Error?
-                do {
-                    try db.run("BEGIN IMMEDIATE")
-                    for job in batch { job.run(tx) }
-                    try db.run("COMMIT")
-                } catch {
-                    commitError = error
-                    try? db.execute("ROLLBACK")
-                }
-                for job in batch { job.finish(commitError) }
-                if commitError == nil, tx.lastEventSequence > 0 { notifier.advance(to: tx.lastEventSequence) }
+                commit(batch)
             }
         }
+    }
+
+    /// One transaction for `batch`; then every continuation, the event cache and the notifier.
+    private func commit(_ batch: [Job]) {
+        let db = connection.connection
+        let tx = SQLiteTransaction(db, coder: connection.coder, cache: nil)
+        var commitError: Error?
+        do {
+            try db.run("BEGIN IMMEDIATE")
+            for job in batch { job.run(tx) }
+            try db.run("COMMIT")
+        } catch {
+            commitError = error
+            try? db.execute("ROLLBACK")
+        }
+        if commitError == nil { cache.insert(tx.appended) }
+        for job in batch { job.finish(commitError) }
+        if commitError == nil, tx.lastEventSequence > 0 { notifier.advance(to: tx.lastEventSequence) }
     }
 }
 
@@ -353,6 +409,33 @@ final class EventNotifier: Sendable {
         } onCancel: {
             let waiter = state.withLock { $0.waiters.removeValue(forKey: id) }
             waiter?.1.resume()
+        }
+    }
+}
+
+/// Committed events by sequence, decoded (a ring: slot `seq % capacity`, so it holds at most the
+/// last `capacity`). Only committed events enter it (from the writer after the commit, or from a
+/// reader that decoded one), and an event never changes once written, so a hit is always right.
+final class EventCache: Sendable {
+    private let slots: Mutex<[ChatEvent?]>
+    let capacity: Int
+
+    init(capacity: Int) {
+        self.capacity = capacity
+        slots = Mutex(Array(repeating: nil, count: capacity))
+    }
+
+    func insert(_ events: [ChatEvent]) {
+        guard !events.isEmpty else { return }
+        slots.withLock { slots in
+            for event in events { slots[Int(event.seq % Int64(capacity))] = event }
+        }
+    }
+
+    func event(_ seq: Int64) -> ChatEvent? {
+        slots.withLock { slots in
+            guard let event = slots[Int(seq % Int64(capacity))], event.seq == seq else { return nil }
+            return event
         }
     }
 }

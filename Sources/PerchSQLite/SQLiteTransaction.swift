@@ -8,10 +8,15 @@ final class SQLiteTransaction: ChatWriteTransaction {
     let coder: JSONCoder
     /// The highest event sequence this transaction appended.
     var lastEventSequence: Int64 = 0
+    /// The events this (write) transaction appended, with their sequences, for the event cache.
+    var appended: [ChatEvent] = []
+    /// Decoded recent events (read transactions).
+    let cache: EventCache?
 
-    init(_ db: SQLiteConnection, coder: JSONCoder) {
+    init(_ db: SQLiteConnection, coder: JSONCoder, cache: EventCache?) {
         self.db = db
         self.coder = coder
+        self.cache = cache
     }
 
     // MARK: Users
@@ -549,6 +554,8 @@ final class SQLiteTransaction: ChatWriteTransaction {
             try db.run("INSERT OR IGNORE INTO event_users (uid, seq) VALUES (?, ?)", [.text(uid), .int(seq)])
         }
         lastEventSequence = max(lastEventSequence, seq)
+        stored.seq = seq
+        appended.append(stored)
         return seq
     }
 
@@ -572,10 +579,18 @@ final class SQLiteTransaction: ChatWriteTransaction {
         for (number, payload, excluded) in rows {
             page.scannedThrough = number
             if let excluded, excluded == session { continue }
+            if let cached = cache?.event(number) {
+                page.events.append(cached)
+                continue
+            }
             var event: ChatEvent = try coder.decodeOrThrow(payload)
             event.seq = number
+            cache?.insert([event])
             page.events.append(event)
         }
+        // A short page holds every event of this user up to the snapshot's newest: the stream is
+        // scanned through it (same transaction, so nothing committed later is skipped).
+        if rows.count < limit { page.scannedThrough = max(page.scannedThrough, try latestSequence()) }
         return page
     }
 

@@ -14,11 +14,14 @@ final class ActionRuntime: Sendable {
     let perConversationPerMinute: Int
     let burst: Int
     let now: @Sendable () -> Double
+    let outbound: (@Sendable (String, Message) -> Void)?
 
     init(
         service: ChatService, bus: HostEventBus, metrics: HostMetrics, botName: String, perMinute: Int, burst: Int,
-        perConversationPerMinute: Int, now: @escaping @Sendable () -> Double
+        perConversationPerMinute: Int, now: @escaping @Sendable () -> Double,
+        outbound: (@Sendable (String, Message) -> Void)? = nil
     ) {
+        self.outbound = outbound
         self.service = service
         self.bus = bus
         self.metrics = metrics
@@ -56,6 +59,7 @@ final class ActionRuntime: Sendable {
         try admit(conversation: draft.receiver.conversationId(sender: context.bot.uid))
         let sent = try await service.send(draft, as: context.bot.uid)
         metrics.increment("perch_actions_total", ["bot": botName, "action": "send"])
+        outbound?(botName, sent)
         return sent
     }
 

@@ -169,7 +169,12 @@ final class BotRuntime: Sendable {
 
     /// Handles one event: rules in order, then the plugins' hooks. Errors are logged and counted;
     /// nothing escapes.
-    func handle(_ event: ChatEvent) async {
+    ///
+    /// With `pipeline`, an event whose last step is a message send does not wait for that send's
+    /// commit: the send is queued for the store's writer (which commits in arrival order) and the
+    /// lane goes on to its next event, so one conversation's replies share commits. The caller
+    /// awaits the pipeline before it moves the bot's cursor.
+    func handle(_ event: ChatEvent, pipeline: SendPipeline? = nil) async {
         guard hears(event) else { return }
         metrics.increment("perch_events_dispatched_total", ["bot": identity.name])
         let facts = await facts(for: event)
@@ -181,10 +186,18 @@ final class BotRuntime: Sendable {
             return
         }
         let sends = SendCounter()
-        for decision in decide(facts) {
+        let decisions = decide(facts)
+        for (number, decision) in decisions.enumerated() {
             let context = makeContext(facts, captures: decision.captures, sends: sends)
-            for action in decision.actions {
-                await perform(action, context: context, rule: decision.rule)
+            for (index, action) in decision.actions.enumerated() {
+                let isLastStep =
+                    number == decisions.count - 1 && index == decision.actions.count - 1 && bot.plugins.isEmpty
+                if let pipeline, isLastStep, action.isMessageSend {
+                    // Runs here until the send is queued for the writer, then the lane goes on.
+                    pipeline.add(Task.immediate { await self.perform(action, context: context, rule: decision.rule) })
+                } else {
+                    await perform(action, context: context, rule: decision.rule)
+                }
             }
         }
         if !bot.plugins.isEmpty {
@@ -305,5 +318,29 @@ final class MatchCache: Sendable {
             cache[key] = result
         }
         return result
+    }
+}
+
+/// Sends a lane queued without waiting for their commits; awaited before the cursor moves.
+final class SendPipeline: Sendable {
+    private let tasks = Mutex<[Task<Void, Never>]>([])
+
+    func add(_ task: Task<Void, Never>) { tasks.withLock { $0.append(task) } }
+
+    /// Waits for every queued send to be committed (or to fail, which is logged).
+    func finish() async {
+        for task in tasks.withLock({ tasks in
+            defer { tasks.removeAll() }; return tasks
+        }) { await task.value }
+    }
+}
+
+extension Action {
+    /// Sends a message (and nothing else), so it can be the pipelined last step of an event.
+    var isMessageSend: Bool {
+        switch self {
+        case .reply, .replyInThread, .quoteReply, .directMessage: return true
+        default: return false
+        }
     }
 }

@@ -32,12 +32,17 @@ public actor BotHost {
         /// Runs the bots' consumers. Off for `perch dry-run`, which must not handle any event (a
         /// running host may share the database and the bots' cursors).
         public var consumeEvents: Bool
+        /// Sees every message a bot sends, once it is committed: where a message leaves the host
+        /// for its backend (benchmarks observe replies here; a connector's outbound queue sits here).
+        public var outbound: (@Sendable (_ bot: String, _ message: Message) -> Void)?
 
         public init(
             dataDirectory: String? = nil, clock: any ChatClock = SystemClock(), logger: HostLogger = HostLogger(),
             registry: PluginRegistry = .standard, monotonic: @escaping @Sendable () -> Double = BotHost.uptime,
-            schedulesFromTimer: Bool = true, consumeEvents: Bool = true
+            schedulesFromTimer: Bool = true, consumeEvents: Bool = true,
+            outbound: (@Sendable (_ bot: String, _ message: Message) -> Void)? = nil
         ) {
+            self.outbound = outbound
             self.consumeEvents = consumeEvents
             self.dataDirectory = dataDirectory
             self.clock = clock
@@ -147,7 +152,8 @@ public actor BotHost {
             let actions = ActionRuntime(
                 service: service, bus: bus, metrics: metrics, botName: bot.identity.name,
                 perMinute: bot.configuration.rateLimit.perMinute, burst: bot.configuration.rateLimit.burst,
-                perConversationPerMinute: bot.configuration.rateLimit.perConversationPerMinute, now: options.monotonic)
+                perConversationPerMinute: bot.configuration.rateLimit.perConversationPerMinute, now: options.monotonic,
+                outbound: options.outbound)
             for (name, plugin) in bot.plugins {
                 (plugin as? ExternalPlugin)?.attach(logger: botLogger, metrics: metrics, bot: bot.identity)
                 bus.register(id: "plugin:\(bot.identity.name):\(name)") { event in
@@ -215,19 +221,38 @@ public actor BotHost {
     }
 
     /// One bot's consumer loop.
+    ///
+    /// The cursor is saved at most every `acknowledgeInterval` while events flow, and whenever the
+    /// stream goes quiet: a crash replays at most that much, and replays change nothing (sends carry
+    /// deterministic muids, the other actions are idempotent).
     nonisolated func consume(bot name: String, service: ChatService) async {
         let consumer = "bot:\(name)"
         var cursor = (try? await service.cursor(consumer: consumer)) ?? 0
+        var acknowledged = cursor
+        var acknowledgedAt = options.monotonic()
+        defer {
+            if acknowledged < cursor {
+                let cursor = cursor
+                Task { try? await service.acknowledge(consumer: consumer, seq: cursor) }
+            }
+        }
         while !Task.isCancelled {
             guard let runtime = runtimes.withLock({ $0[name] }) else { return }
             do {
-                let latest = try await service.store.latestEventSequence()
                 let page = try await service.events(for: runtime.identity.uid, after: cursor, limit: 256)
                 if !page.events.isEmpty { await handle(page.events, with: name) }
-                let next = page.scannedThrough > cursor ? page.scannedThrough : latest
+                let next = page.scannedThrough
                 if next > cursor {
-                    try await service.acknowledge(consumer: consumer, seq: next)
                     cursor = next
+                    if options.monotonic() - acknowledgedAt >= Self.acknowledgeInterval {
+                        try await service.acknowledge(consumer: consumer, seq: cursor)
+                        (acknowledged, acknowledgedAt) = (cursor, options.monotonic())
+                    }
+                    continue
+                }
+                if acknowledged < cursor {
+                    try await service.acknowledge(consumer: consumer, seq: cursor)
+                    (acknowledged, acknowledgedAt) = (cursor, options.monotonic())
                     continue
                 }
                 await service.waitForEvents(after: cursor)
@@ -238,6 +263,9 @@ public actor BotHost {
             }
         }
     }
+
+    /// How long a flowing stream may go without saving its cursor, in seconds.
+    static let acknowledgeInterval = 0.05
 
     /// Handles a page: conversations in parallel, each in order. The runtime is read per event, so
     /// a reload takes effect between events.
@@ -252,10 +280,12 @@ public actor BotHost {
             for conversation in order {
                 let lane = lanes[conversation]!
                 group.addTask {
+                    let pipeline = SendPipeline()
                     for event in lane {
-                        guard let runtime = self.runtimes.withLock({ $0[name] }) else { return }
-                        await runtime.handle(event)
+                        guard let runtime = self.runtimes.withLock({ $0[name] }) else { break }
+                        await runtime.handle(event, pipeline: pipeline)
                     }
+                    await pipeline.finish()
                 }
             }
         }

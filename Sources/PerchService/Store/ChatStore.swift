@@ -137,8 +137,9 @@ public struct MessageQuery: Sendable, Hashable {
     }
 }
 
-/// A page of a user's events. `scannedThrough` is the last sequence the page looked at, which a
-/// consumer resumes after even when every event of the page was left out for its session.
+/// A page of a user's events. `scannedThrough` is the last sequence the page looked at (for a page
+/// shorter than its limit, the newest sequence in the store when it was read), which a consumer
+/// resumes after even when every event of the page was left out for its session.
 public struct EventPage: Sendable {
     public var events: [ChatEvent]
     public var scannedThrough: Int64

@@ -1,0 +1,77 @@
+import Foundation
+import PerchChat
+import PerchConfig
+import PerchHost
+import PerchService
+import Synchronization
+
+/// peers-v1 in-process: the bench configuration's two YAML bots on a `BotHost` with the embedded
+/// service and its durable SQLite store; the person's messages go in through `ChatService.send`
+/// (the host's inbound path: committed, then delivered to each bot's event stream) and replies are
+/// observed at the host's outbound tap, after they are committed.
+final class InProcessInjector: Injector {
+    let service: ChatService
+    let order: Mutex<[Int64]>
+
+    init(service: ChatService, count: Int) {
+        self.service = service
+        order = Mutex(Array(repeating: 0, count: count))
+    }
+
+    static let room = Receiver.group("room")
+    static let person = "human"
+
+    func send(_ text: String) async throws {
+        _ = try await service.send(MessageDraft(to: Self.room, text: text), as: Self.person)
+    }
+
+    /// Each send starts on this thread and runs until it is queued for the store's writer, so the
+    /// messages reach the log in index order while their commits batch.
+    func burst(_ texts: [String], injected: @Sendable (Int) -> Void) async throws {
+        let service = service
+        let failures = Failures()
+        await withTaskGroup(of: Void.self) { group in
+            for (index, text) in texts.enumerated() {
+                injected(index)
+                group.addImmediateTask {
+                    do {
+                        let message = try await service.send(MessageDraft(to: Self.room, text: text), as: Self.person)
+                        order.withLock { $0[index] = message.id }
+                    } catch {
+                        failures.add("\(index): \(error)")
+                    }
+                }
+            }
+        }
+        if let first = failures.first { throw BenchError("a burst send failed: \(first)") }
+    }
+
+    /// Whether the burst's messages were stored in index order.
+    var keptOrder: Bool {
+        order.withLock { ids in zip(ids, ids.dropFirst()).allSatisfy { $0 < $1 } }
+    }
+}
+
+func runInProcess(_ options: Options, configPath: String, spawnedAt: UInt64) async throws -> [String: Any] {
+    let directory = FileManager.default.temporaryDirectory.appendingPathComponent("perch-peers-\(UUID().uuidString)")
+        .path
+    defer { try? FileManager.default.removeItem(atPath: directory) }
+    let loaded = ConfigurationLoader().load(configPath: configPath)
+    guard loaded.isValid else {
+        throw BenchError(loaded.findings.map(\.description).joined(separator: "\n"))
+    }
+    let router = ReplyRouter()
+    let host = BotHost(
+        configuration: loaded,
+        options: BotHost.Options(
+            dataDirectory: directory, logger: HostLogger(minimum: .warning), schedulesFromTimer: false,
+            outbound: { _, message in router.deliver(message.text ?? "") }))
+    try await host.start()
+    guard let service = await host.service else { throw BenchError("the host has no service") }
+    let injector = InProcessInjector(service: service, count: options.count)
+    var result = try await runPhases(options, injector: injector, router: router, spawnedAt: spawnedAt)
+    result["burst_injection_in_order"] = injector.keptOrder
+    result["durability"] = loaded.config?.storage.synchronous.rawValue ?? "normal"
+    await host.stop()
+    return result
+}

@@ -1,0 +1,268 @@
+import Foundation
+import Synchronization
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// One blocking HTTP/1.1 keep-alive connection to 127.0.0.1 (the loopback bench's client side).
+final class HTTPConnection: @unchecked Sendable {
+    let descriptor: Int32
+    private var buffer: [UInt8] = []
+
+    init(port: UInt16) throws {
+        descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = port.bigEndian
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        let connected = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                connect(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+            }
+        }
+        guard connected == 0 else {
+            close(descriptor)
+            throw BenchError("cannot connect to 127.0.0.1:\(port)")
+        }
+        var one: Int32 = 1
+        setsockopt(descriptor, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
+    }
+
+    deinit { close(descriptor) }
+
+    func write(_ text: String) throws {
+        var bytes = Array(text.utf8)[...]
+        while !bytes.isEmpty {
+            let written = bytes.withUnsafeBytes { Glibc.write(descriptor, $0.baseAddress, $0.count) }
+            guard written > 0 else { throw BenchError("write failed: errno \(errno)") }
+            bytes = bytes.dropFirst(written)
+        }
+    }
+
+    /// Reads more bytes into the buffer; false at the end of the stream.
+    func fill() -> Bool {
+        var chunk = [UInt8](repeating: 0, count: 65_536)
+        let count = chunk.withUnsafeMutableBytes { read(descriptor, $0.baseAddress, $0.count) }
+        guard count > 0 else { return false }
+        buffer.append(contentsOf: chunk[0..<count])
+        return true
+    }
+
+    /// The next line (without CRLF or LF), or nil at the end of the stream.
+    func line() -> String? {
+        while true {
+            if let end = buffer.firstIndex(of: 10) {
+                var line = buffer[0..<end]
+                if line.last == 13 { line = line.dropLast() }
+                let text = String(decoding: line, as: UTF8.self)
+                buffer.removeSubrange(0...end)
+                return text
+            }
+            guard fill() else { return nil }
+        }
+    }
+
+    /// Sends one request and reads its response: the status and the body.
+    func request(_ method: String, _ path: String, headers: [String: String], body: String = "") throws -> (
+        status: Int, body: String
+    ) {
+        var head = "\(method) \(path) HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+        for (name, value) in headers { head += "\(name): \(value)\r\n" }
+        head += "Content-Length: \(body.utf8.count)\r\n\r\n"
+        try write(head + body)
+        guard let statusLine = line() else { throw BenchError("connection closed") }
+        let status = Int(statusLine.split(separator: " ").dropFirst().first ?? "") ?? 0
+        var length = 0
+        while let header = line(), !header.isEmpty {
+            let parts = header.split(separator: ":", maxSplits: 1)
+            if parts.count == 2, parts[0].lowercased() == "content-length" {
+                length = Int(parts[1].trimmingCharacters(in: .whitespaces)) ?? 0
+            }
+        }
+        while buffer.count < length { guard fill() else { throw BenchError("connection closed") } }
+        let text = String(decoding: buffer[0..<length], as: UTF8.self)
+        buffer.removeSubrange(0..<length)
+        return (status, text)
+    }
+}
+
+/// The person's side over the HTTP API: `POST /v3/messages` on keep-alive connections.
+final class LoopbackInjector: Injector, @unchecked Sendable {
+    let port: UInt16
+    let key: String
+    let lanes: Int
+    private let connections = Mutex<[HTTPConnection]>([])
+
+    init(port: UInt16, key: String, lanes: Int) {
+        self.port = port
+        self.key = key
+        self.lanes = lanes
+    }
+
+    func post(_ text: String, on connection: HTTPConnection) throws {
+        let body =
+            #"{"receiver":"room","receiverType":"group","category":"message","type":"text","data":{"text":"\#(text)"}}"#
+        let response = try connection.request(
+            "POST", "/v3/messages",
+            headers: ["apikey": key, "onBehalfOf": "human", "Content-Type": "application/json"], body: body)
+        guard response.status == 200 else { throw BenchError("POST /v3/messages: \(response.status) \(response.body)") }
+    }
+
+    private func borrow() throws -> HTTPConnection {
+        if let connection = connections.withLock({ $0.popLast() }) { return connection }
+        return try HTTPConnection(port: port)
+    }
+
+    func send(_ text: String) async throws {
+        let connection = try borrow()
+        try post(text, on: connection)
+        connections.withLock { $0.append(connection) }
+    }
+
+    /// `lanes` connections, each on its own thread, message i on lane i mod lanes: each lane posts
+    /// in index order; the server commits what arrives together in one batch.
+    func burst(_ texts: [String], injected: @Sendable (Int) -> Void) async throws {
+        let failures = Failures()
+        let lanes = lanes
+        let connections = try (0..<lanes).map { _ in try borrow() }
+        withoutActuallyEscaping(injected) { injected in
+            DispatchQueue.concurrentPerform(iterations: lanes) { lane in
+                var index = lane
+                while index < texts.count {
+                    injected(index)
+                    do { try post(texts[index], on: connections[lane]) } catch {
+                        failures.add("\(index): \(error)")
+                        return
+                    }
+                    index += lanes
+                }
+            }
+        }
+        self.connections.withLock { $0.append(contentsOf: connections) }
+        if let first = failures.first { throw BenchError("a burst post failed: \(first)") }
+    }
+}
+
+/// Reads the person's event stream (`GET /v3/events`) on its own thread and hands every bot
+/// message's text to the router.
+func readEvents(port: UInt16, key: String, router: ReplyRouter, connected: @escaping @Sendable () -> Void) throws
+    -> Thread
+{
+    let connection = try HTTPConnection(port: port)
+    try connection.write(
+        "GET /v3/events HTTP/1.1\r\nHost: 127.0.0.1\r\napikey: \(key)\r\nonBehalfOf: human\r\n"
+            + "Accept: text/event-stream\r\n\r\n")
+    let thread = Thread {
+        var signalled = false
+        while let line = connection.line() {
+            if !signalled, line.hasPrefix("event: perch.session") {
+                signalled = true
+                connected()
+            }
+            guard line.hasPrefix("data: {\"seq\""), let sender = field("sender", in: line), sender != "human",
+                let text = field("text", in: line)
+            else { continue }
+            router.deliver(text)
+        }
+    }
+    thread.start()
+    return thread
+}
+
+/// A string field of the event's message (the texts of peers-v1 need no unescaping).
+func field(_ name: String, in line: String) -> String? {
+    guard let message = line.range(of: #""message":{"#),
+        let start = line.range(of: "\"\(name)\":\"", range: message.upperBound..<line.endIndex),
+        let end = line[start.upperBound...].firstIndex(of: "\"")
+    else { return nil }
+    return String(line[start.upperBound..<end])
+}
+
+/// A free TCP port on 127.0.0.1.
+func freePort() throws -> UInt16 {
+    let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    defer { close(descriptor) }
+    var address = sockaddr_in()
+    address.sin_family = sa_family_t(AF_INET)
+    address.sin_addr.s_addr = inet_addr("127.0.0.1")
+    var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+    let bound = withUnsafeMutablePointer(to: &address) {
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+            bind(descriptor, $0, length) == 0 && getsockname(descriptor, $0, &length) == 0
+        }
+    }
+    guard bound else { throw BenchError("no free port") }
+    return UInt16(bigEndian: address.sin_port)
+}
+
+/// peers-v1 over the HTTP API: `perch run` on the bench configuration in a child process; the
+/// person posts with `POST /v3/messages` and the replies are read from the person's SSE stream.
+/// Startup counts from spawning `perch`; peak RSS is the server's, from `wait4`.
+func runLoopback(_ options: Options, perch: String, configPath: String) async throws -> [String: Any] {
+    let directory = FileManager.default.temporaryDirectory.appendingPathComponent("perch-peers-\(UUID().uuidString)")
+        .path
+    defer { try? FileManager.default.removeItem(atPath: directory) }
+    let port = try freePort()
+    let key = (0..<4).map { _ in String(UInt64.random(in: 0...UInt64.max), radix: 16) }.joined()
+    var environment = ProcessInfo.processInfo.environment
+    environment["PERCH_API_KEY"] = key
+    environment["PERCH_BENCH_DATA"] = directory
+    environment["PERCH_BENCH_LISTEN"] = "127.0.0.1:\(port)"
+    let argv = [perch, "run", "--config", configPath]
+    let spawnedAt = monotonicNanoseconds()
+    var pid: pid_t = 0
+    let status = withCStrings(argv) { arguments in
+        withCStrings(environment.map { "\($0.key)=\($0.value)" }) { variables in
+            posix_spawn(&pid, perch, nil, nil, arguments, variables)
+        }
+    }
+    guard status == 0 else { throw BenchError("cannot start \(perch): \(String(cString: strerror(status)))") }
+    defer { kill(pid, SIGKILL) }
+    // Ready when /readyz answers; then the person's stream, then the probe.
+    var ready = false
+    let deadline = Date().addingTimeInterval(30)
+    while !ready, Date() < deadline {
+        if let connection = try? HTTPConnection(port: port),
+            let response = try? connection.request("GET", "/readyz", headers: [:]), response.status == 200
+        {
+            ready = true
+        } else {
+            usleep(2_000)
+        }
+    }
+    guard ready else { throw BenchError("perch did not become ready") }
+    let router = ReplyRouter()
+    let subscribed = Mutex<CheckedContinuation<Void, Never>?>(nil)
+    let isConnected = Mutex(false)
+    await withCheckedContinuation { continuation in
+        subscribed.withLock { $0 = continuation }
+        _ = try? readEvents(port: port, key: key, router: router) {
+            guard
+                !isConnected.withLock({ flag in
+                    defer { flag = true }; return flag
+                })
+            else { return }
+            subscribed.withLock { $0 }?.resume()
+        }
+    }
+    let injector = LoopbackInjector(port: port, key: key, lanes: Int(environment["PERCH_BENCH_LANES"] ?? "") ?? 4)
+    var result = try await runPhases(options, injector: injector, router: router, spawnedAt: spawnedAt)
+    kill(pid, SIGTERM)
+    var usage = rusage()
+    var exitStatus: Int32 = 0
+    _ = wait4(pid, &exitStatus, 0, &usage)
+    result["server_maxrss_kb"] = usage.ru_maxrss
+    result["server_cpu_s"] =
+        Double(usage.ru_utime.tv_sec) + Double(usage.ru_utime.tv_usec) / 1e6 + Double(usage.ru_stime.tv_sec)
+        + Double(usage.ru_stime.tv_usec) / 1e6
+    result["client_lanes"] = injector.lanes
+    return result
+}
+
+/// Calls `body` with a NULL-terminated C array of `strings`.
+func withCStrings<T>(_ strings: [String], _ body: ([UnsafeMutablePointer<CChar>?]) -> T) -> T {
+    let pointers = strings.map { strdup($0) } + [nil]
+    defer { pointers.forEach { free($0) } }
+    return body(pointers)
+}

@@ -18,7 +18,7 @@ import Testing
             let parsed = try ParsedArguments(
                 [
                     "send", "--config", directory + "/config.yaml", "--as", "carol", "--group", "general", "--wait",
-                    "1",
+                    "3",
                     "<@uid:helper> hello",
                 ],
                 valued: ["config", "as", "group", "to", "thread", "quote", "wait"])

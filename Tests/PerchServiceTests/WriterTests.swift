@@ -1,0 +1,126 @@
+import Foundation
+import PerchChat
+import PerchSQLite
+import PerchService
+import Synchronization
+import Testing
+
+/// The store's writer (a lone caller commits on its own thread, a queue goes to the writer thread),
+/// its decoded-event cache, and where a short event page says it scanned to.
+@Suite struct WriterTests {
+    @Test func aLoneSendIsCommittedBeforeItReturns() async throws {
+        try await withChat { chat in
+            // A second store on the file shares no memory with the first: it sees only commits.
+            let other = try SQLiteChatStore(path: chat.path)
+            let reader = ChatService(store: other)
+            for index in 0..<40 {
+                let sent = try await chat.say("lone \(index)")
+                #expect(try await reader.message(sent.id, as: "bob").text == "lone \(index)")
+            }
+            await other.close()
+        }
+    }
+
+    @Test func queuedWritesAllCommitInArrivalOrderPerCaller() async throws {
+        try await withChat { chat in
+            // 8 callers × 40 sends, all at once: the first leads, the rest queue for the thread.
+            let ids = Locked<[Int: [Int64]]>([:])
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                for caller in 0..<8 {
+                    group.addTask {
+                        for index in 0..<40 {
+                            let sent = try await chat.say("c\(caller) \(index)")
+                            ids.withLock { $0[caller, default: []].append(sent.id) }
+                        }
+                    }
+                }
+                try await group.waitForAll()
+            }
+            let all = ids.withLock { $0 }
+            #expect(all.values.map(\.count) == Array(repeating: 40, count: 8))
+            for list in all.values { #expect(list == list.sorted()) }
+            let page = try await chat.service.fetchPrevious(
+                MessagesRequest(guid: "g", categories: [.message], limit: 100), as: "bob")
+            #expect(page.messages.count == 100)
+            #expect(Set(all.values.joined()).count == 320)
+        }
+    }
+
+    @Test func closingWhileWritesQueueLosesNoAcknowledgedWrite() async throws {
+        let fixture = try await ChatFixture.make()
+        let succeeded = Locked<Set<Int64>>([])
+        await withTaskGroup(of: Void.self) { group in
+            for index in 0..<200 {
+                group.addTask {
+                    if let sent = try? await fixture.say("queued \(index)") {
+                        succeeded.withLock { _ = $0.insert(sent.id) }
+                    }
+                }
+            }
+            group.addTask {
+                try? await Task.sleep(for: .milliseconds(5))
+                await fixture.store.close()
+            }
+        }
+        // Every call returned (none hangs); each acknowledged send is in the file, nothing else.
+        let reopened = try SQLiteChatStore(path: fixture.path)
+        let service = ChatService(store: reopened)
+        let stored = try await service.fetchPrevious(
+            MessagesRequest(guid: "g", categories: [.message], limit: 100), as: "bob"
+        ).messages
+        var all = stored
+        var cursor = stored.first?.id
+        while let before = cursor {
+            let older = try await service.fetchPrevious(
+                MessagesRequest(guid: "g", categories: [.message], limit: 100, messageId: before), as: "bob"
+            ).messages
+            all += older
+            cursor = older.isEmpty ? nil : older.first?.id
+        }
+        #expect(Set(all.map(\.id)) == succeeded.withLock { $0 })
+        await reopened.close()
+        try? FileManager.default.removeItem(atPath: fixture.directory)
+    }
+
+    @Test func eventsReadThroughTheCacheEqualEventsDecodedFromTheFile() async throws {
+        try await withChat { chat in
+            let root = try await chat.say("root ünïcødé 🐦 \"quoted\" \\ <@uid:bob>")
+            _ = try await chat.say("in the thread", as: "bob", parent: root.id)
+            _ = try await chat.service.send(
+                MessageDraft(
+                    to: .group("g"), text: "with metadata", metadata: .object(["a": .number(1.5), "b": .null]),
+                    tags: ["t"], quotedMessageId: root.id), as: "carol")
+            _ = try await chat.service.pin(root.id, as: "alice")
+            try await chat.service.addMembers(to: "g", [("erin", .participant)], by: "alice")
+            let cached = try await chat.service.events(for: "bob", after: 0, limit: 100)
+            let other = try SQLiteChatStore(path: chat.path)
+            let decoded = try await ChatService(store: other).events(for: "bob", after: 0, limit: 100)
+            #expect(cached.events.count >= 5)
+            #expect(cached.events == decoded.events)
+            await other.close()
+        }
+    }
+
+    @Test func aShortPageIsScannedThroughTheNewestEventAndAFullOneThroughItsLast() async throws {
+        try await withChat { chat in
+            for index in 0..<5 { try await chat.say("m\(index)") }
+            let latest = try await chat.store.latestEventSequence()
+            // erin is in no group: nothing for her, and the stream is scanned to the newest event.
+            let empty = try await chat.service.events(for: "erin", after: 0, limit: 10)
+            #expect(empty.events.isEmpty)
+            #expect(empty.scannedThrough == latest)
+            // A full page stops at its own last event: later events are not skipped.
+            let full = try await chat.service.events(for: "bob", after: 0, limit: 2)
+            #expect(full.events.count == 2)
+            #expect(full.scannedThrough == full.events.last?.seq)
+            #expect(full.scannedThrough < latest)
+        }
+    }
+}
+
+/// A value shared by concurrent test tasks.
+final class Locked<Value: Sendable>: Sendable {
+    private let mutex: Mutex<Value>
+    init(_ value: Value) { mutex = Mutex(value) }
+    func withLock<T>(_ body: (inout sending Value) -> sending T) -> sending T { mutex.withLock(body) }
+}

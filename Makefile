@@ -10,10 +10,12 @@ run: setup
 	$(SWIFT) build -c release --product perch
 	./scripts/dev-key .build/release/perch run --config $(CONFIG)
 
-## Run the whole test suite (and the format lint) exactly as CI does.
-test: setup
+## Run the whole test suite (the format lint, the Swift tests, the web chat in a headless browser) as CI does.
+test:
+	@./scripts/setup --tests
 	$(SWIFT) format lint --strict --recursive Package.swift Sources Tests
 	$(SWIFT) test --parallel
+	./scripts/web-test
 
 ## Validate config.yaml and every bot file.
 check: setup
@@ -44,7 +46,8 @@ api-fuzz: setup
 	./scripts/api-fuzz
 
 ## Every benchmark in one invocation (peers-v1 with errbot/opsdroid/maubot, store, scale); see BENCHMARKS.md.
-bench: setup
+bench:
+	@./scripts/setup --bench
 	./scripts/bench
 
 clean:

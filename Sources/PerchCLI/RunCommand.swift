@@ -65,6 +65,7 @@ public enum RunCommand {
                 maximumBytes: config.server.maxUploadBytes, allowedTypes: config.server.uploadTypes)
             let api = PerchAPI(
                 service: service, host: host, apiKey: key, metrics: host.metrics, media: media,
+                web: webSettings(config, loaded),
                 maximumBodyBytes: config.server.maxBodyBytes,
                 messagesPerMinute: config.limits.messagesPerMinute)
             do {
@@ -92,6 +93,27 @@ public enum RunCommand {
                 await host.reload(loader.load(configPath: configPath))
             }
         }
+    }
+
+    /// What the web chat is served from and told at start.
+    static func webSettings(_ config: PerchConfiguration, _ loaded: LoadedConfiguration) -> WebSettings {
+        let directory = config.server.webDirectory.isEmpty ? nil : loaded.resolve(config.server.webDirectory)
+        let gate = config.ui.threadSubscription
+        let settings: [String: Any] = [
+            "threadSubscription": [
+                "enabled": gate.enabled, "hideOption": gate.hideOption, "hideButton": gate.hideButton,
+                "topBarBell": gate.topBarBell,
+            ],
+            "strings": config.strings.entries,
+            "features": ["pin": config.features.pin, "save": config.features.save],
+            "limits": [
+                "pinsPerConversation": config.limits.pinsPerConversation, "savesPerUser": config.limits.savesPerUser,
+            ],
+        ]
+        let json = (try? JSONSerialization.data(withJSONObject: settings, options: [.sortedKeys])) ?? Data("{}".utf8)
+        return WebSettings(
+            directory: directory, devSignIn: config.server.devSignIn, people: config.seed.users.map(\.uid),
+            settingsJSON: String(decoding: json, as: UTF8.self))
     }
 
     static func dryRun(_ host: BotHost, _ parsed: ParsedArguments) async -> Int32 {

@@ -16,6 +16,7 @@ public final class PerchAPI: Sendable {
     let apiKey: String?
     let metrics: HostMetrics
     let media: MediaSettings?
+    let web: WebSettings?
     /// The largest JSON body; media uploads have their own limit.
     let maximumBodyBytes: Int
     /// Messages a user may send a minute (0: no limit), as sliding one-minute windows.
@@ -25,8 +26,10 @@ public final class PerchAPI: Sendable {
 
     public init(
         service: ChatService, host: BotHost? = nil, apiKey: String?, metrics: HostMetrics = HostMetrics(),
-        media: MediaSettings? = nil, maximumBodyBytes: Int = 1 << 20, messagesPerMinute: Int = 0
+        media: MediaSettings? = nil, web: WebSettings? = nil, maximumBodyBytes: Int = 1 << 20,
+        messagesPerMinute: Int = 0
     ) {
+        self.web = web
         self.messagesPerMinute = messagesPerMinute
         self.service = service
         self.host = host
@@ -277,7 +280,7 @@ extension PerchAPI {
                     uid: request.parameter("uid"), name: name, role: role, metadata: metadata)
                 return .json(200, APIJSON.data(APIJSON.encode(user)))
             },
-        ] + groupRoutes() + messageRoutes() + threadRoutes() + notificationRoutes() + mediaRoutes() + [
+        ] + webRoutes() + groupRoutes() + messageRoutes() + threadRoutes() + notificationRoutes() + mediaRoutes() + [
             route("GET", "v3/events", name: "events") { api, request in try await api.events(request) },
             route("POST", "v3/hooks/{name}", name: "hooks", appOnly: true) { api, request in
                 let body = request.http.body.isEmpty ? JSONValue.object([:]) : try JSONBody(request.http.body).asValue

@@ -87,6 +87,9 @@ public struct ServerConfiguration: Decodable, Sendable {
     /// `uploadTypes` (default: common images, audio, video, PDF, plain text): the MIME types
     /// `POST /v3/media` accepts.
     public var uploadTypes: [String] = ServerConfiguration.defaultUploadTypes
+    /// `webDirectory` (default `web`, relative to config.yaml): the web chat's static files, served
+    /// at `/`; empty serves none.
+    public var webDirectory: String = "web"
 
     public static let defaultUploadTypes = [
         "image/png", "image/jpeg", "image/gif", "image/webp", "audio/mpeg", "audio/ogg", "video/mp4", "video/webm",
@@ -96,7 +99,7 @@ public struct ServerConfiguration: Decodable, Sendable {
     public init() {}
 
     enum CodingKeys: String, CodingKey {
-        case listen, dataDirectory, apiKey, maxBodyBytes, maxUploadBytes, devSignIn, uploadTypes
+        case listen, dataDirectory, apiKey, maxBodyBytes, maxUploadBytes, devSignIn, uploadTypes, webDirectory
     }
 
     public init(from decoder: any Decoder) throws {
@@ -108,6 +111,7 @@ public struct ServerConfiguration: Decodable, Sendable {
         maxUploadBytes = try c.decodeIfPresent(Int.self, forKey: .maxUploadBytes) ?? maxUploadBytes
         devSignIn = try c.decodeIfPresent(Bool.self, forKey: .devSignIn) ?? devSignIn
         uploadTypes = try c.decodeIfPresent([String].self, forKey: .uploadTypes) ?? uploadTypes
+        webDirectory = try c.decodeIfPresent(String.self, forKey: .webDirectory) ?? webDirectory
     }
 
     /// The host and port of ``listen``, or nil when it is not `host:port`.
@@ -259,16 +263,20 @@ public struct UIConfiguration: Decodable, Sendable {
         public var hideOption = false
         /// `hideButton` (default false): hides the bell of the web chat's thread panel.
         public var hideButton = false
+        /// `topBarBell` (default true): the thread panel's bell sits in its top bar; false puts it
+        /// on the reply-count bar instead (seed 001's fallback bell, shown only without the top one).
+        public var topBarBell = true
 
         public init() {}
 
-        enum CodingKeys: String, CodingKey { case enabled, hideOption, hideButton }
+        enum CodingKeys: String, CodingKey { case enabled, hideOption, hideButton, topBarBell }
 
         public init(from decoder: any Decoder) throws {
             let c = try decoder.container(keyedBy: CodingKeys.self)
             enabled = try c.decodeIfPresent(Bool.self, forKey: .enabled) ?? true
             hideOption = try c.decodeIfPresent(Bool.self, forKey: .hideOption) ?? false
             hideButton = try c.decodeIfPresent(Bool.self, forKey: .hideButton) ?? false
+            topBarBell = try c.decodeIfPresent(Bool.self, forKey: .topBarBell) ?? true
         }
     }
 

@@ -1,0 +1,169 @@
+"""The web chat's browser tests: a real `perch run` on a temporary data directory with the shipped
+config and bots, and Debian's chromium driven by Selenium. Run by `make test` (scripts/web-test)."""
+import json
+import os
+import secrets
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+import urllib.error
+import urllib.request
+
+from selenium import webdriver
+from selenium.webdriver.chrome.service import Service
+from selenium.webdriver.common.by import By
+from selenium.webdriver.support import expected_conditions as EC
+from selenium.webdriver.support.ui import WebDriverWait
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+PERCH = os.environ.get("PERCH_BINARY", os.path.join(ROOT, ".build", "debug", "perch"))
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Server:
+    """`perch run` with the repository's config.yaml and bots/, changed by `ui` and `limits`."""
+
+    def __init__(self, ui="    enabled: true\n", pins=100, saves=100, dev_sign_in=True):
+        self.dir = tempfile.mkdtemp(prefix="perch-web-")
+        self.port = free_port()
+        self.key = secrets.token_hex(16)
+        with open(os.path.join(ROOT, "config.yaml")) as f:
+            config = f.read()
+        replacements = [
+            ("  listen: 127.0.0.1:8080\n", f"  listen: 127.0.0.1:{self.port}\n  webDirectory: {ROOT}/web\n"),
+            ("  dataDirectory: data\n", f"  dataDirectory: {self.dir}/data\n"),
+            ("  devSignIn: true\n", f"  devSignIn: {'true' if dev_sign_in else 'false'}\n"),
+            ("ui:\n  threadSubscription:\n    enabled: true\n", "ui:\n  threadSubscription:\n" + ui),
+            ("  pinsPerConversation: 100\n", f"  pinsPerConversation: {pins}\n"),
+            ("  savesPerUser: 100\n", f"  savesPerUser: {saves}\n"),
+        ]
+        for old, new in replacements:
+            assert old in config, old
+            config = config.replace(old, new)
+        with open(os.path.join(self.dir, "config.yaml"), "w") as f:
+            f.write(config)
+        shutil.copytree(os.path.join(ROOT, "bots"), os.path.join(self.dir, "bots"))
+        env = dict(os.environ, PERCH_API_KEY=self.key)
+        self.log = open(os.path.join(self.dir, "perch.log"), "w")
+        self.process = subprocess.Popen(
+            [PERCH, "run", "--config", os.path.join(self.dir, "config.yaml")], env=env, stdout=self.log,
+            stderr=subprocess.STDOUT)
+        deadline = time.time() + 30
+        while time.time() < deadline:
+            try:
+                with urllib.request.urlopen(f"{self.url}/readyz", timeout=1) as response:
+                    if response.status == 200:
+                        return
+            except (urllib.error.URLError, ConnectionError):
+                time.sleep(0.05)
+        with open(self.log.name) as f:
+            raise RuntimeError("perch did not become ready: " + f.read())
+
+    @property
+    def url(self):
+        return f"http://127.0.0.1:{self.port}"
+
+    def api(self, method, path, body=None, as_uid=None):
+        """Calls the API with the key (as `as_uid` when given); returns `data` or raises HTTPError."""
+        headers = {"apikey": self.key, "Content-Type": "application/json"}
+        if as_uid:
+            headers["onBehalfOf"] = as_uid
+        data = json.dumps(body).encode() if body is not None else None
+        request = urllib.request.Request(self.url + path, data=data, method=method, headers=headers)
+        with urllib.request.urlopen(request, timeout=10) as response:
+            return json.loads(response.read() or b"{}").get("data")
+
+    def send(self, text, as_uid, group="general", **fields):
+        body = {"receiver": group, "receiverType": "group", "category": "message", "type": "text",
+                "data": {"text": text}}
+        body.update(fields)
+        return self.api("POST", "/v3/messages", body, as_uid=as_uid)
+
+    def stop(self):
+        self.process.send_signal(signal.SIGTERM)
+        try:
+            self.process.wait(10)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+        self.log.close()
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+def browser():
+    options = webdriver.ChromeOptions()
+    options.binary_location = os.environ.get("CHROMIUM", "/usr/bin/chromium")
+    for argument in ["--headless=new", "--no-sandbox", "--disable-gpu", "--window-size=1280,860",
+                     "--disable-dev-shm-usage"]:
+        options.add_argument(argument)
+    driver = webdriver.Chrome(service=Service(os.environ.get("CHROMEDRIVER", "/usr/bin/chromedriver")),
+                              options=options)
+    driver.implicitly_wait(0)
+    return driver
+
+
+class Page:
+    """The web chat in one browser, signed in as one person."""
+
+    def __init__(self, driver, server, uid):
+        self.d = driver
+        self.server = server
+        driver.get(server.url + "/")
+        self.click(f'[data-testid="signin-{uid}"]')
+        self.wait_for('[data-testid="nav-threads"]')
+
+    def find(self, css):
+        return self.d.find_element(By.CSS_SELECTOR, css)
+
+    def finds(self, css):
+        return self.d.find_elements(By.CSS_SELECTOR, css)
+
+    def wait_for(self, css, timeout=10):
+        return WebDriverWait(self.d, timeout).until(EC.visibility_of_element_located((By.CSS_SELECTOR, css)))
+
+    def wait_until(self, predicate, timeout=10, what="the condition"):
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            value = predicate()
+            if value:
+                return value
+            time.sleep(0.05)
+        raise AssertionError(f"timed out waiting for {what}")
+
+    def click(self, css):
+        self.wait_for(css).click()
+
+    def open_group(self, guid):
+        self.click(f'[data-testid="conv-group-{guid}"]')
+        self.wait_until(lambda: self.find("#conv-title").text.startswith("#"), what="the group")
+        time.sleep(0.2)
+
+    def message(self, message_id):
+        return self.wait_for(f'#messages [data-id="{message_id}"]')
+
+    def sheet_for(self, message_id, within="#messages"):
+        self.d.execute_script("document.querySelector('#sheet').hidden = true")
+        node = self.wait_for(f'{within} [data-id="{message_id}"]')
+        node.find_element(By.CSS_SELECTOR, '[data-testid="more"]').click()
+        return self.wait_for('[data-testid="action-sheet"]')
+
+    def sheet_items(self, message_id, within="#messages"):
+        sheet = self.sheet_for(message_id, within)
+        items = {b.get_attribute("data-testid"): b for b in sheet.find_elements(By.CSS_SELECTOR, "button")}
+        return items
+
+    def toast(self, expected, timeout=10):
+        return self.wait_until(lambda: self.find("#toast").is_displayed() and expected in self.find("#toast").text,
+                               timeout, f"the toast {expected!r}")
+
+    def type(self, css, text):
+        box = self.wait_for(css)
+        box.send_keys(text)
+        return box

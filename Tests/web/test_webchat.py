@@ -1,0 +1,471 @@
+"""The web chat in a real headless browser (Debian's chromium): seed 001's thread-subscription
+surfaces, seed 004's quote replies, pins and saves, the threads inbox, preferences, and the bots'
+work arriving live."""
+import json
+import os
+import tempfile
+import time
+import unittest
+import urllib.error
+import urllib.request
+
+from selenium.webdriver.common.by import By
+
+from harness import Page, Server, browser
+
+SCREENSHOTS = os.environ.get("PERCH_SCREENSHOTS")  # a folder: write the README's screenshots there
+
+
+class WebChatTestCase(unittest.TestCase):
+    ui = "    enabled: true\n"
+    pins = 100
+
+    @classmethod
+    def setUpClass(cls):
+        cls.server = Server(ui=cls.ui, pins=cls.pins)
+        cls.driver = browser()
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.driver.quit()
+        cls.server.stop()
+
+    def page(self, uid="alice"):
+        self.driver.delete_all_cookies()
+        self.driver.get(self.server.url + "/")
+        self.driver.execute_script("sessionStorage.clear()")
+        return Page(self.driver, self.server, uid)
+
+
+class SignInAndLiveTests(WebChatTestCase):
+    def test_sign_in_never_exposes_the_api_key(self):
+        page = self.page("alice")
+        self.assertNotIn(self.server.key, self.driver.page_source)
+        storage = self.driver.execute_script("return JSON.stringify(Object.assign({}, sessionStorage))")
+        self.assertNotIn(self.server.key, storage)
+        self.assertIn("perch.token", storage)
+        self.assertEqual(page.find("#me-name").text, "Alice")
+
+    def test_mention_autocomplete_and_the_helpers_quote_reply_arrive_live(self):
+        page = self.page("alice")
+        page.open_group("general")
+        box = page.type('[data-testid="composer-text"]', "hello @hel")
+        page.click('[data-testid="mention-helper"]')
+        box.send_keys("are you there")
+        self.assertEqual(box.get_attribute("value"), "hello <@uid:helper> are you there")
+        page.click('[data-testid="send"]')
+        # The helper bot quote-replies; the reply arrives over the live stream and shows the quote.
+        reply = page.wait_until(lambda: [n for n in page.finds("#messages .msg")
+                                         if "I'm a Perch bot" in n.text], what="the helper's reply")[0]
+        quoted = reply.find_element(By.CSS_SELECTOR, '[data-testid="quoted"]')
+        self.assertIn("hello @Helper are you there", quoted.text)
+        if SCREENSHOTS:
+            self.driver.save_screenshot(os.path.join(SCREENSHOTS, "conversation.png"))
+
+    def test_an_announcement_is_auto_pinned_live(self):
+        page = self.page("alice")
+        page.open_group("announcements")
+        page.type('[data-testid="composer-text"]', "Release on Friday")
+        page.click('[data-testid="send"]')
+        banner = page.wait_until(
+            lambda: page.find('[data-testid="pin-banner"]').is_displayed()
+            and "Release on Friday" in page.find('[data-testid="pin-banner"]').text and page.find(
+                '[data-testid="pin-banner"]'), what="the pinned banner")
+        self.assertIn("Alice", banner.text)
+        page.wait_for('[data-testid="pinned-mark"]')
+
+    def test_messages_from_others_arrive_live(self):
+        page = self.page("alice")
+        page.open_group("general")
+        sent = self.server.send("live from bob", "bob")
+        self.assertIn("live from bob", page.message(sent["id"]).text)
+
+
+class SubscriptionTests(WebChatTestCase):
+    def test_the_option_is_on_parents_only_whatever_the_reply_count_in_groups_and_one_on_one(self):
+        page = self.page("alice")
+        parent = self.server.send("a parent with no replies", "bob")
+        page.open_group("general")
+        items = page.sheet_items(parent["id"])
+        self.assertEqual(items["action-subscription"].text, "Subscribe to thread")
+        reply = self.server.send("a reply", "bob", parentId=parent["id"])
+        # In the thread panel, a reply's sheet has no subscription option.
+        items["action-thread"].click()
+        page.wait_for(f'[data-testid="thread-replies"] [data-id="{reply["id"]}"]')
+        reply_items = page.sheet_items(reply["id"], within='[data-testid="thread-replies"]')
+        self.assertNotIn("action-subscription", reply_items)
+        # One-on-one too.
+        direct = self.server.api("POST", "/v3/messages", {
+            "receiver": "alice", "receiverType": "user", "category": "message", "type": "text",
+            "data": {"text": "just us"}}, as_uid="bob")
+        page.click('[data-testid="conv-user-bob"]')
+        self.assertIn("action-subscription", page.sheet_items(direct["id"]))
+
+    def test_the_bell_renders_in_thread_mode_only_and_the_fallback_stays_hidden(self):
+        page = self.page("alice")
+        parent = self.server.send("bell test", "bob")
+        page.open_group("general")
+        self.assertEqual(page.finds('[data-testid="top-bell"]'), [])
+        page.sheet_items(parent["id"])["action-thread"].click()
+        bell = page.wait_for('[data-testid="top-bell"]')
+        self.assertEqual(page.finds('[data-testid="fallback-bell"]'), [])
+        # Unknown or unsubscribed: an enabled Subscribe; subscribed: the accessible name only.
+        self.assertEqual(bell.get_attribute("aria-pressed"), "false")
+        self.assertEqual(bell.get_attribute("aria-label"), "Subscribe to thread")
+        bell.click()
+        page.toast("Subscribed. You'll be notified about new replies in this thread.")
+        bell = page.wait_until(lambda: page.find('[data-testid="top-bell"]').get_attribute("aria-pressed") == "true"
+                               and page.find('[data-testid="top-bell"]'), what="the subscribed bell")
+        self.assertEqual(bell.get_attribute("aria-label"), "Following")
+        self.assertNotIn("Following", page.find("#side").text)  # not visible text
+        self.assertTrue(self.server.api("GET", f"/v3/messages/{parent['id']}", as_uid="alice")["threadSubscribed"])
+        bell.click()
+        page.toast("Unsubscribed. Notifications are off until you reply or are mentioned.")
+        page.wait_until(lambda: page.find('[data-testid="top-bell"]').get_attribute("aria-pressed") == "false")
+        self.assertFalse(self.server.api("GET", f"/v3/messages/{parent['id']}", as_uid="alice")["threadSubscribed"])
+        if SCREENSHOTS:
+            self.driver.save_screenshot(os.path.join(SCREENSHOTS, "thread.png"))
+
+    def test_state_comes_from_the_fetched_message(self):
+        parent = self.server.send("already followed", "bob")
+        self.server.api("POST", f"/v3/messages/{parent['id']}/thread/subscription", as_uid="alice")
+        page = self.page("alice")
+        page.open_group("general")
+        self.assertEqual(page.sheet_items(parent["id"])["action-subscription"].text, "Unsubscribe from thread")
+
+    def test_optimistic_flip_one_request_in_flight_and_revert_with_the_failure_toast(self):
+        page = self.page("alice")
+        parent = self.server.send("flaky network", "bob")
+        page.open_group("general")
+        page.sheet_items(parent["id"])["action-thread"].click()
+        page.wait_for('[data-testid="top-bell"]')
+        # Hold subscription requests for a second and count them; then make them fail.
+        self.driver.execute_script("""
+            window.__subscriptionCalls = 0;
+            window.__failSubscriptions = false;
+            const realFetch = window.fetch;
+            window.fetch = async (url, init) => {
+              if (String(url).includes('/thread/subscription')) {
+                window.__subscriptionCalls++;
+                await new Promise((resolve) => setTimeout(resolve, 1000));
+                if (window.__failSubscriptions) throw new TypeError('Failed to fetch');
+              }
+              return realFetch(url, init);
+            };""")
+        page.find('[data-testid="top-bell"]').click()
+        # Flipped at once, before the server answered; a second tap while in flight does nothing.
+        self.assertEqual(page.find('[data-testid="top-bell"]').get_attribute("aria-pressed"), "true")
+        page.find('[data-testid="top-bell"]').click()
+        page.toast("Subscribed.")
+        self.assertEqual(self.driver.execute_script("return window.__subscriptionCalls"), 1)
+        # Now the server cannot be reached: the flip is reverted, the failure toast shows.
+        self.driver.execute_script("window.__failSubscriptions = true")
+        page.find('[data-testid="top-bell"]').click()
+        self.assertEqual(page.find('[data-testid="top-bell"]').get_attribute("aria-pressed"), "false")
+        page.toast("Couldn't update. Please try again.")
+        self.assertEqual(page.find('[data-testid="top-bell"]').get_attribute("aria-pressed"), "true")
+        self.assertTrue(self.server.api("GET", f"/v3/messages/{parent['id']}", as_uid="alice")["threadSubscribed"])
+
+    def test_offline_taps_fail_visibly_and_queue_nothing(self):
+        page = self.page("alice")
+        parent = self.server.send("offline", "bob")
+        page.open_group("general")
+        page.sheet_items(parent["id"])["action-thread"].click()
+        page.wait_for('[data-testid="top-bell"]')
+        self.driver.execute_cdp_cmd("Network.enable", {})
+        self.driver.execute_cdp_cmd("Network.emulateNetworkConditions", {
+            "offline": True, "latency": 0, "downloadThroughput": -1, "uploadThroughput": -1})
+        try:
+            page.find('[data-testid="top-bell"]').click()
+            page.toast("Couldn't update. Please try again.")
+            self.assertEqual(page.find('[data-testid="top-bell"]').get_attribute("aria-pressed"), "false")
+        finally:
+            self.driver.execute_cdp_cmd("Network.emulateNetworkConditions", {
+                "offline": False, "latency": 0, "downloadThroughput": -1, "uploadThroughput": -1})
+        time.sleep(1.5)
+        self.assertFalse(self.server.api("GET", f"/v3/messages/{parent['id']}", as_uid="alice")["threadSubscribed"])
+
+    def test_a_toggle_in_the_action_sheet_updates_the_open_bell_without_a_refetch(self):
+        page = self.page("alice")
+        parent = self.server.send("sync me", "bob")
+        page.open_group("general")
+        page.sheet_items(parent["id"])["action-thread"].click()
+        page.wait_for('[data-testid="top-bell"]')
+        self.driver.execute_script("""
+            window.__gets = 0;
+            const realFetch = window.fetch;
+            window.fetch = (url, init) => {
+              if (!init || !init.method || init.method === 'GET') {
+                if (String(url).startsWith('/v3/messages/')) window.__gets++;
+              }
+              return realFetch(url, init);
+            };""")
+        page.sheet_items(parent["id"])["action-subscription"].click()
+        page.toast("Subscribed.")
+        page.wait_until(lambda: page.find('[data-testid="top-bell"]').get_attribute("aria-pressed") == "true",
+                        what="the bell to follow the action sheet")
+        self.assertEqual(self.driver.execute_script("return window.__gets"), 0)
+        self.assertEqual(page.sheet_items(parent["id"])["action-subscription"].text, "Unsubscribe from thread")
+
+    def test_listener_ids_evict_duplicates_and_failures_emit_nothing(self):
+        self.page("alice")
+        calls = self.driver.execute_script("""
+            const calls = [];
+            window.perchThreadEvents.add('mine', () => calls.push('first'));
+            window.perchThreadEvents.add('mine', () => calls.push('second'));
+            window.perchThreadEvents.emit(1, true);
+            window.perchThreadEvents.remove('mine');
+            return calls;""")
+        self.assertEqual(calls, ["second"])
+
+    def test_thread_unavailable_when_access_is_gone(self):
+        page = self.page("dave")
+        parent = self.server.send("members only", "bob")
+        page.open_group("general")
+        page.sheet_items(parent["id"])["action-thread"].click()
+        page.wait_for('[data-testid="top-bell"]')
+        self.server.api("DELETE", "/v3/groups/general/members/dave", as_uid="alice")
+        try:
+            page.find('[data-testid="top-bell"]').click()
+            page.toast("You no longer have access to this thread.")
+            self.assertEqual(page.find('[data-testid="top-bell"]').get_attribute("aria-pressed"), "false")
+        finally:
+            self.server.api("POST", "/v3/groups/general/members", {"participants": ["dave"]}, as_uid="alice")
+
+
+class GateClosedTests(WebChatTestCase):
+    ui = "    enabled: false\n"
+
+    def test_with_the_gate_closed_no_surface_renders(self):
+        page = self.page("alice")
+        parent = self.server.send("gated", "bob")
+        page.open_group("general")
+        items = page.sheet_items(parent["id"])
+        self.assertNotIn("action-subscription", items)
+        items["action-thread"].click()
+        page.wait_for('[data-testid="reply-bar"]')
+        self.assertEqual(page.finds('[data-testid="top-bell"]'), [])
+        self.assertEqual(page.finds('[data-testid="fallback-bell"]'), [])
+
+
+class HideOptionTests(WebChatTestCase):
+    ui = "    enabled: true\n    hideOption: true\n"
+
+    def test_hide_option_removes_the_option_and_keeps_the_bell(self):
+        page = self.page("alice")
+        parent = self.server.send("no option", "bob")
+        page.open_group("general")
+        items = page.sheet_items(parent["id"])
+        self.assertNotIn("action-subscription", items)
+        items["action-thread"].click()
+        page.wait_for('[data-testid="top-bell"]')
+
+
+class HideButtonTests(WebChatTestCase):
+    ui = "    enabled: true\n    hideButton: true\n"
+
+    def test_hide_button_removes_the_bells_and_keeps_the_option(self):
+        page = self.page("alice")
+        parent = self.server.send("no bell", "bob")
+        page.open_group("general")
+        items = page.sheet_items(parent["id"])
+        self.assertIn("action-subscription", items)
+        items["action-thread"].click()
+        page.wait_for('[data-testid="reply-bar"]')
+        self.assertEqual(page.finds('[data-testid="top-bell"]'), [])
+        self.assertEqual(page.finds('[data-testid="fallback-bell"]'), [])
+
+
+class FallbackBellTests(WebChatTestCase):
+    ui = "    enabled: true\n    topBarBell: false\n"
+
+    def test_without_a_top_bar_bell_the_reply_count_bar_carries_the_fallback(self):
+        page = self.page("alice")
+        parent = self.server.send("fallback", "bob")
+        page.open_group("general")
+        page.sheet_items(parent["id"])["action-thread"].click()
+        bell = page.wait_for('[data-testid="reply-bar"] [data-testid="fallback-bell"]')
+        self.assertEqual(page.finds('[data-testid="top-bell"]'), [])
+        bell.click()
+        page.toast("Subscribed.")
+
+
+class QuoteReplyTests(WebChatTestCase):
+    def test_reply_starts_quote_mode_with_a_closable_preview_and_sends_the_quote(self):
+        page = self.page("alice")
+        original = self.server.send("the original", "bob")
+        page.open_group("general")
+        page.sheet_items(original["id"])["action-reply"].click()
+        preview = page.wait_for('[data-testid="quote-preview"]')
+        self.assertIn("the original", preview.text)
+        page.click('[data-testid="quote-close"]')
+        page.wait_until(lambda: not page.find('[data-testid="quote-preview"]').is_displayed())
+        page.sheet_items(original["id"])["action-reply"].click()
+        page.type('[data-testid="composer-text"]', "my quote reply")
+        page.click('[data-testid="send"]')
+        node = page.wait_until(lambda: [n for n in page.finds("#messages .msg") if "my quote reply" in n.text],
+                               what="the quote reply")[0]
+        self.assertIn("the original", node.find_element(By.CSS_SELECTOR, '[data-testid="quoted"]').text)
+        sent_id = int(node.get_attribute("data-id"))
+        self.assertEqual(self.server.api("GET", f"/v3/messages/{sent_id}", as_uid="alice")["quotedMessageId"],
+                         original["id"])
+        self.assertFalse(page.find('[data-testid="quote-preview"]').is_displayed())
+        # Reply is disabled on a quote reply (1-depth).
+        self.assertFalse(page.sheet_items(sent_id)["action-reply"].is_enabled())
+
+    def test_delete_is_disabled_on_ones_own_message_while_it_has_quote_replies(self):
+        page = self.page("alice")
+        page.open_group("general")
+        mine = self.server.send("alice's message", "alice")
+        page.message(mine["id"])
+        self.assertTrue(page.sheet_items(mine["id"])["action-delete"].is_enabled())
+        self.server.send("quoting alice", "bob", quotedMessageId=mine["id"])
+        page.wait_until(lambda: not page.sheet_items(mine["id"])["action-delete"].is_enabled(),
+                        what="Delete to be disabled")
+
+    def test_clicking_a_quote_scrolls_to_and_highlights_the_original(self):
+        original = self.server.send("far up the list", "bob")
+        for index in range(40):
+            self.server.send(f"filler {index}", "carol")
+        quote = self.server.send("see above", "carol", quotedMessageId=original["id"])
+        page = self.page("alice")
+        page.open_group("general")
+        page.message(quote["id"]).find_element(By.CSS_SELECTOR, '[data-testid="quoted"]').click()
+        target = page.wait_until(
+            lambda: "highlight" in page.message(original["id"]).get_attribute("class") and page.message(original["id"]),
+            what="the highlight")
+        in_view = self.driver.execute_script("""
+            const r = arguments[0].getBoundingClientRect();
+            const box = document.querySelector('#messages').getBoundingClientRect();
+            return r.top >= box.top && r.bottom <= box.bottom;""", target)
+        self.assertTrue(in_view)
+
+    def test_a_file_is_uploaded_sent_quoted_and_rendered_in_the_quote(self):
+        page = self.page("alice")
+        page.open_group("general")
+        path = os.path.join(tempfile.mkdtemp(), "notes.txt")
+        with open(path, "w") as f:
+            f.write("some notes\n")
+        page.find('[data-testid="file"]').send_keys(path)
+        page.click('[data-testid="send"]')
+        node = page.wait_until(lambda: [n for n in page.finds("#messages .msg")
+                                        if n.find_elements(By.CSS_SELECTOR, '[data-testid="attachment"]')],
+                               what="the file message")[-1]
+        file_id = int(node.get_attribute("data-id"))
+        self.assertIn("notes.txt", node.text)
+        page.sheet_items(file_id)["action-reply"].click()
+        self.assertIn("notes.txt", page.wait_for('[data-testid="quote-preview"]').text)
+        page.type('[data-testid="composer-text"]', "about your file")
+        page.click('[data-testid="send"]')
+        reply = page.wait_until(lambda: [n for n in page.finds("#messages .msg") if "about your file" in n.text],
+                                what="the quote of the file")[0]
+        self.assertIn("notes.txt", reply.find_element(By.CSS_SELECTOR, '[data-testid="quoted"]').text)
+
+    def test_quote_replies_work_one_on_one(self):
+        page = self.page("alice")
+        direct = self.server.api("POST", "/v3/messages", {
+            "receiver": "alice", "receiverType": "user", "category": "message", "type": "text",
+            "data": {"text": "private original"}}, as_uid="carol")
+        page.click('[data-testid="conv-user-carol"]')
+        page.sheet_items(direct["id"])["action-reply"].click()
+        page.type('[data-testid="composer-text"]', "private quote")
+        page.click('[data-testid="send"]')
+        node = page.wait_until(lambda: [n for n in page.finds("#messages .msg") if "private quote" in n.text],
+                               what="the one-on-one quote reply")[0]
+        self.assertIn("private original", node.find_element(By.CSS_SELECTOR, '[data-testid="quoted"]').text)
+
+
+class PinSaveTests(WebChatTestCase):
+    pins = 2
+
+    def test_pin_is_offered_only_to_those_who_may_pin_and_the_limit_shows(self):
+        bob = self.page("bob")
+        message = self.server.send("participants cannot pin", "carol")
+        bob.open_group("general")
+        self.assertNotIn("action-pin", bob.sheet_items(message["id"]))
+        alice = self.page("alice")
+        alice.open_group("general")
+        ids = [self.server.send(f"pin {i}", "carol")["id"] for i in range(3)]
+        for message_id in ids[:2]:
+            alice.message(message_id)
+            alice.sheet_items(message_id)["action-pin"].click()
+            alice.wait_until(lambda: alice.message(message_id).find_elements(
+                By.CSS_SELECTOR, '[data-testid="pinned-mark"]'), what="the pin")
+        self.assertIn("pin 1", alice.find('[data-testid="pin-banner"]').text)
+        alice.sheet_items(ids[2])["action-pin"].click()
+        alice.toast("limit 2")
+        alice.click('[data-testid="pins-toggle"]')
+        listed = alice.wait_for('[data-testid="pinned-list"]').text
+        self.assertIn("pin 0", listed)
+        self.assertIn("pin 1", listed)
+        self.assertEqual(alice.sheet_items(ids[0])["action-pin"].text, "Unpin")
+
+    def test_save_and_the_saved_view(self):
+        page = self.page("dave")
+        message = self.server.send("worth keeping", "carol")
+        page.open_group("general")
+        page.sheet_items(message["id"])["action-save"].click()
+        page.wait_until(lambda: page.message(message["id"]).find_elements(By.CSS_SELECTOR, '[data-testid="saved-mark"]'))
+        self.assertEqual(page.sheet_items(message["id"])["action-save"].text, "Unsave")
+        page.click('[data-testid="nav-saved"]')
+        self.assertIn("worth keeping", page.wait_for('[data-testid="saved-list"]').text)
+
+
+class InboxAndPreferencesTests(WebChatTestCase):
+    def test_the_threads_inbox_orders_by_the_last_reply_never_by_updated_at(self):
+        older = self.server.send("thread one", "alice")
+        newer = self.server.send("thread two", "alice")
+        self.server.send("reply to two", "bob", parentId=newer["id"])
+        time.sleep(1.1)
+        self.server.send("reply to one", "bob", parentId=older["id"])
+        time.sleep(1.1)
+        # A subscription change bumps thread two's updatedAt, not its activity.
+        self.server.api("DELETE", f"/v3/messages/{newer['id']}/thread/subscription", as_uid="alice")
+        self.server.api("POST", f"/v3/messages/{newer['id']}/thread/subscription", as_uid="alice")
+        page = self.page("alice")
+        page.click('[data-testid="nav-threads"]')
+        inbox = page.wait_for('[data-testid="threads-inbox"]')
+        rows = [row.get_attribute("data-testid") for row in inbox.find_elements(By.CSS_SELECTOR, ".thread-row")]
+        self.assertLess(rows.index(f"thread-{older['id']}"), rows.index(f"thread-{newer['id']}"))
+        if SCREENSHOTS:
+            self.driver.save_screenshot(os.path.join(SCREENSHOTS, "threads.png"))
+        page.click(f'[data-testid="thread-{older["id"]}"]')
+        self.assertIn("reply to one", page.wait_for('[data-testid="thread-replies"]').text)
+
+    def test_notification_preferences_are_read_and_written(self):
+        page = self.page("carol")
+        page.click('[data-testid="nav-prefs"]')
+        select = page.wait_for('[data-testid="pref-groupReplies"]')
+        self.assertEqual(select.get_attribute("value"), "SUBSCRIBE_TO_SUBSCRIBED_THREADS")
+        select.find_element(By.CSS_SELECTOR, 'option[value="SUBSCRIBE_TO_MENTIONS"]').click()
+        page.toast("Preferences saved.")
+        stored = self.server.api("GET", "/v3/notifications/preferences", as_uid="carol")
+        self.assertEqual(stored["groupPreferences"]["groupReplies"], 3)
+        if SCREENSHOTS:
+            self.driver.save_screenshot(os.path.join(SCREENSHOTS, "preferences.png"))
+
+
+class DevSignInOffTests(unittest.TestCase):
+    def test_sign_in_is_refused_when_development_sign_in_is_off(self):
+        server = Server(dev_sign_in=False)
+        try:
+            with self.assertRaises(urllib.error.HTTPError) as refused:
+                request = urllib.request.Request(server.url + "/v3/web/sign-in", method="POST",
+                                                 data=json.dumps({"uid": "alice"}).encode())
+                urllib.request.urlopen(request)
+            self.assertEqual(refused.exception.code, 403)
+            driver = browser()
+            try:
+                driver.get(server.url + "/")
+                notice = Page.__new__(Page)
+                notice.d = driver
+                self.assertIn("Development sign-in is off", notice.wait_for("#signin-off").text)
+                self.assertEqual(driver.find_elements(By.CSS_SELECTOR, '[data-testid^="signin-"]'), [])
+            finally:
+                driver.quit()
+        finally:
+            server.stop()
+
+
+if __name__ == "__main__":
+    unittest.main()

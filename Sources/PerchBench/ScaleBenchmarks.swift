@@ -154,20 +154,26 @@ func benchmarkStoreLimit() async throws {
     let perch = Double(sends) / Date().timeIntervalSince(started)
     var fields: [String: Any] = ["perch_sends_per_s": perch.rounded(), "sends": sends, "senders": 64]
     if let limit = ProcessInfo.processInfo.environment["PERCH_SQLITE_LIMIT"] {
-        let process = Process()
-        let output = Pipe()
-        process.executableURL = URL(fileURLWithPath: limit)
-        process.arguments = [chat.store.path, chat.directory + "/plain.sqlite", String(sends), "64"]
-        process.standardOutput = output
-        try process.run()
-        process.waitUntilExit()
-        let data = output.fileHandleForReading.readDataToEndOfFile()
-        if let plain = try JSONSerialization.jsonObject(with: data) as? [String: Any],
-            let rate = plain["sends_per_s"] as? Double
-        {
+        func plain(sends: Int, batch: Int, file: String) throws -> [String: Any] {
+            let process = Process()
+            let output = Pipe()
+            process.executableURL = URL(fileURLWithPath: limit)
+            process.arguments = [chat.store.path, chat.directory + "/" + file, String(sends), String(batch)]
+            process.standardOutput = output
+            try process.run()
+            process.waitUntilExit()
+            let data = output.fileHandleForReading.readDataToEndOfFile()
+            return try JSONSerialization.jsonObject(with: data) as? [String: Any] ?? [:]
+        }
+        let batched = try plain(sends: sends, batch: 64, file: "plain.sqlite")
+        if let rate = batched["sends_per_s"] as? Double {
             fields["plain_sqlite_sends_per_s"] = rate
-            fields["plain_sqlite_outbox_rows_per_send"] = plain["outbox_rows_per_send"]
+            fields["plain_sqlite_outbox_rows_per_send"] = batched["outbox_rows_per_send"]
             fields["ratio_perch_over_plain"] = (perch / rate).rounded3
+        }
+        // One commit per send: the floor under any durable send, whoever makes it.
+        if let rate = try plain(sends: 3_000, batch: 1, file: "plain-single.sqlite")["sends_per_s"] as? Double {
+            fields["plain_sqlite_one_commit_per_send_us"] = (1_000_000 / rate).rounded3
         }
     }
     report("store-limit", fields)

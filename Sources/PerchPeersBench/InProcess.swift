@@ -19,6 +19,8 @@ final class InProcessInjector: Injector {
     }
 
     static let room = Receiver.group("room")
+    /// Sends in flight at most during the burst (`PERCH_BENCH_WINDOW`, default 1,024).
+    static let window = Int(ProcessInfo.processInfo.environment["PERCH_BENCH_WINDOW"] ?? "") ?? 1_024
     static let person = "human"
 
     func send(_ text: String) async throws {
@@ -26,12 +28,16 @@ final class InProcessInjector: Injector {
     }
 
     /// Each send starts on this thread and runs until it is queued for the store's writer, so the
-    /// messages reach the log in index order while their commits batch.
+    /// messages reach the log in index order while their commits batch. At most `window` sends
+    /// wait for their commit at once (the inbound queue's capacity, as a connector would bound it):
+    /// the burst never waits for a reply, only for the host to take the input.
     func burst(_ texts: [String], injected: @Sendable (Int) -> Void) async throws {
         let service = service
         let failures = Failures()
+        let window = Self.window
         await withTaskGroup(of: Void.self) { group in
             for (index, text) in texts.enumerated() {
+                if index >= window { await group.next() }
                 injected(index)
                 group.addImmediateTask {
                     do {

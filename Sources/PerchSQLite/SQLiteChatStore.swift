@@ -29,6 +29,9 @@ public final class SQLiteChatStore: ChatStore {
     /// consumer just read, without parsing it again (every bot and every SSE session reads the
     /// same events).
     private let cache = EventCache(capacity: 8_192)
+    private let checkpointer: Checkpointer
+    /// Wakes every waiting consumer each `pollInterval`: commits of other processes are not announced.
+    private let poller: PollTimer
 
     /// Opens (creating when absent) the database at `path`.
     /// - Throws: ``StoreOpenError`` for a newer schema, a file that is not a Perch database, or a
@@ -42,6 +45,14 @@ public final class SQLiteChatStore: ChatStore {
             throw StoreOpenError.cannotOpen(path: path, reason: error.message)
         }
         try Self.prepare(connection, path: path, synchronous: synchronous)
+        // Checkpoints (and their fsync) run on their own thread and connection, not in a commit.
+        try connection.execute("PRAGMA wal_autocheckpoint = 0")
+        checkpointer = try Checkpointer(path: path, synchronous: synchronous)
+        let timer = DispatchSource.makeTimerSource(queue: .global())
+        timer.schedule(deadline: .now() + .milliseconds(250), repeating: .milliseconds(250), leeway: .milliseconds(25))
+        timer.setEventHandler { [notifier] in notifier.wakeAll() }
+        timer.resume()
+        poller = PollTimer(source: timer)
         let latest = try connection.scalar("SELECT coalesce(max(seq), 0) FROM events") ?? 0
         notifier.advance(to: latest)
         writer = Writer(
@@ -137,22 +148,19 @@ public final class SQLiteChatStore: ChatStore {
         return latest
     }
 
-    /// Waits until an event after `seq` is committed in this process, the store closes, or
-    /// `pollInterval` passes (so commits by other processes are seen too).
+    /// Waits until an event after `seq` is committed in this process, the store closes, or the
+    /// next poll tick (every `pollInterval`, so commits by other processes are seen too).
     public func waitForEvents(after seq: Int64) async {
-        await withTaskGroup(of: Void.self) { group in
-            group.addTask { await self.notifier.wait(after: seq) }
-            group.addTask { try? await Task.sleep(for: self.pollInterval) }
-            await group.next()
-            group.cancelAll()
-        }
+        await notifier.wait(after: seq)
     }
 
     /// How often a waiting consumer looks for commits made by other processes.
     public var pollInterval: Duration { .milliseconds(250) }
 
     public func close() async {
+        poller.source.cancel()
         writer.close()
+        checkpointer.close()
         notifier.close()
         readers.withLock { $0.removeAll() }
     }
@@ -383,6 +391,15 @@ final class EventNotifier: Sendable {
         for continuation in ready { continuation.resume() }
     }
 
+    /// Resumes every waiter (they look again; used for the poll tick).
+    func wakeAll() {
+        let all = state.withLock { state -> [CheckedContinuation<Void, Never>] in
+            defer { state.waiters.removeAll() }
+            return state.waiters.values.map(\.1)
+        }
+        for continuation in all { continuation.resume() }
+    }
+
     func close() {
         let all = state.withLock { state -> [CheckedContinuation<Void, Never>] in
             state.closed = true
@@ -438,4 +455,45 @@ final class EventCache: Sendable {
             return event
         }
     }
+}
+
+/// Copies the write-ahead log back into the database on its own thread and connection, so no
+/// commit waits for a checkpoint's fsync: every `interval`, a PASSIVE checkpoint (it never blocks
+/// the writer or readers); the WAL is then reused from its start by the next commit.
+final class Checkpointer: Sendable {
+    private let stop = DispatchSemaphore(value: 0)
+    private let done = DispatchSemaphore(value: 0)
+    private let closed = Mutex(false)
+
+    init(path: String, synchronous: SQLiteChatStore.Synchronous, interval: Duration = .milliseconds(200)) throws {
+        let box = ConnectionBox(connection: try SQLiteConnection(path: path, readOnly: false))
+        try box.connection.execute("PRAGMA synchronous = \(synchronous.rawValue)")
+        try box.connection.execute("PRAGMA wal_autocheckpoint = 0")
+        let milliseconds = Int(
+            interval.components.seconds * 1000 + interval.components.attoseconds / 1_000_000_000_000_000)
+        let thread = Thread { [stop, done] in
+            while stop.wait(timeout: .now() + .milliseconds(milliseconds)) == .timedOut {
+                try? box.connection.execute("PRAGMA wal_checkpoint(PASSIVE)")
+            }
+            try? box.connection.execute("PRAGMA wal_checkpoint(PASSIVE)")
+            done.signal()
+        }
+        thread.name = "perch-sqlite-checkpoint"
+        thread.start()
+    }
+
+    func close() {
+        guard
+            closed.withLock({ closed in
+                defer { closed = true }; return !closed
+            })
+        else { return }
+        stop.signal()
+        done.wait()
+    }
+}
+
+/// The poll tick's timer; Dispatch sources are thread-safe.
+struct PollTimer: @unchecked Sendable {
+    let source: DispatchSourceTimer
 }

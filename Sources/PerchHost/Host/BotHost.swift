@@ -230,14 +230,8 @@ public actor BotHost {
         var cursor = (try? await service.cursor(consumer: consumer)) ?? 0
         var acknowledged = cursor
         var acknowledgedAt = options.monotonic()
-        defer {
-            if acknowledged < cursor {
-                let cursor = cursor
-                Task { try? await service.acknowledge(consumer: consumer, seq: cursor) }
-            }
-        }
         while !Task.isCancelled {
-            guard let runtime = runtimes.withLock({ $0[name] }) else { return }
+            guard let runtime = runtimes.withLock({ $0[name] }) else { break }
             do {
                 let page = try await service.events(for: runtime.identity.uid, after: cursor, limit: 256)
                 if !page.events.isEmpty { await handle(page.events, with: name) }
@@ -257,11 +251,13 @@ public actor BotHost {
                 }
                 await service.waitForEvents(after: cursor)
             } catch {
-                guard !Task.isCancelled else { return }
+                guard !Task.isCancelled else { break }
                 options.logger.error("bot \(name) stream failed: \(error); retrying", ["bot": name])
                 try? await Task.sleep(for: .milliseconds(200))
             }
         }
+        // Stopping or removed: save how far this bot got (the store closes after the consumers).
+        if acknowledged < cursor { try? await service.acknowledge(consumer: consumer, seq: cursor) }
     }
 
     /// How long a flowing stream may go without saving its cursor, in seconds.

@@ -27,29 +27,24 @@ final class InProcessInjector: Injector {
         _ = try await service.send(MessageDraft(to: Self.room, text: text), as: Self.person)
     }
 
-    /// Each send starts on this thread and runs until it is queued for the store's writer, so the
-    /// messages reach the log in index order while their commits batch. At most `window` sends
-    /// wait for their commit at once (the inbound queue's capacity, as a connector would bound it):
-    /// the burst never waits for a reply, only for the host to take the input.
+    /// Each send is queued for the store's writer before the next is handed over
+    /// (``ChatService/queueSend(_:as:)``), so the messages reach the log in index order while their
+    /// commits batch. At most `window` sends wait for their commit at once (the inbound queue's
+    /// capacity, as a connector would bound it): the burst never waits for a reply, only for the
+    /// host to take the input.
     func burst(_ texts: [String], injected: @Sendable (Int) -> Void) async throws {
-        let service = service
-        let failures = Failures()
-        let window = Self.window
-        await withTaskGroup(of: Void.self) { group in
-            for (index, text) in texts.enumerated() {
-                if index >= window { await group.next() }
-                injected(index)
-                group.addImmediateTask {
-                    do {
-                        let message = try await service.send(MessageDraft(to: Self.room, text: text), as: Self.person)
-                        order.withLock { $0[index] = message.id }
-                    } catch {
-                        failures.add("\(index): \(error)")
-                    }
-                }
-            }
+        var waiting: [(index: Int, send: PendingSend)] = []
+        waiting.reserveCapacity(Self.window)
+        func settle(_ pending: (index: Int, send: PendingSend)) async throws {
+            let message = try await pending.send.message
+            order.withLock { $0[pending.index] = message.id }
         }
-        if let first = failures.first { throw BenchError("a burst send failed: \(first)") }
+        for (index, text) in texts.enumerated() {
+            if waiting.count == Self.window { try await settle(waiting.removeFirst()) }
+            injected(index)
+            waiting.append((index, try service.queueSend(MessageDraft(to: Self.room, text: text), as: Self.person)))
+        }
+        for pending in waiting { try await settle(pending) }
     }
 
     /// Whether the burst's messages were stored in index order.

@@ -120,8 +120,16 @@ public final class SQLiteChatStore: ChatStore {
         -> T
     {
         try await withCheckedThrowingContinuation { continuation in
-            writer.enqueue(body: body, continuation: continuation)
+            writer.enqueue(body: body) { continuation.resume(with: $0) }
         }
+    }
+
+    public func submit<T: Sendable>(_ body: @escaping @Sendable (any ChatWriteTransaction) throws -> T)
+        -> PendingWrite<T>
+    {
+        let pending = PendingWrite<T>()
+        writer.enqueue(body: body) { pending.fulfil($0) }
+        return pending
     }
 
     public func read<T: Sendable>(_ body: @escaping @Sendable (any ChatReadTransaction) throws -> T) async throws -> T {
@@ -244,9 +252,11 @@ final class Writer: Sendable {
 
     var isClosed: Bool { state.withLock { $0.closed } }
 
+    /// Queues `body` (or, when the writer is idle, commits it on this thread before returning);
+    /// `complete` gets its result after the commit.
     func enqueue<T: Sendable>(
         body: @escaping @Sendable (any ChatWriteTransaction) throws -> T,
-        continuation: CheckedContinuation<T, Error>
+        complete: @escaping @Sendable (Result<T, any Error>) -> Void
     ) {
         let outcome = OutcomeBox<T>()
         let job = Job(
@@ -270,9 +280,9 @@ final class Writer: Sendable {
             },
             finish: { commitError in
                 if let commitError, case .success = outcome.result {
-                    continuation.resume(throwing: commitError)
+                    complete(.failure(commitError))
                 } else {
-                    continuation.resume(with: outcome.result ?? .failure(SQLiteError(code: 1, message: "not run")))
+                    complete(outcome.result ?? .failure(SQLiteError(code: 1, message: "not run")))
                 }
             })
         let next = state.withLock { state -> Next in
@@ -284,7 +294,7 @@ final class Writer: Sendable {
         }
         switch next {
         case .refused:
-            continuation.resume(throwing: SQLiteError(code: SQLITE_MISUSE, message: "the store is closed"))
+            complete(.failure(SQLiteError(code: SQLITE_MISUSE, message: "the store is closed")))
         case .queued:
             break
         case .lead(let batch):

@@ -21,6 +21,41 @@ import Testing
         }
     }
 
+    @Test func queuedSendsAreStoredInCallOrderAndARefusalStaysItsOwn() async throws {
+        try await withChat { chat in
+            var pending: [PendingSend] = []
+            for index in 0..<100 {
+                // erin is in no group: her sends are refused when they run, alone.
+                let sender = index % 10 == 9 ? "erin" : "dave"
+                pending.append(try chat.service.queueSend(MessageDraft(to: .group("g"), text: "q\(index)"), as: sender))
+            }
+            var ids: [Int64] = []
+            var refused = 0
+            for send in pending {
+                do {
+                    ids.append(try await send.message.id)
+                } catch {
+                    #expect((error as? ChatError)?.code == .groupNotJoined)
+                    refused += 1
+                }
+            }
+            #expect(refused == 10)
+            #expect(ids.count == 90)
+            #expect(ids == ids.sorted())
+            let page = try await chat.service.fetchPrevious(
+                MessagesRequest(guid: "g", categories: [.message], limit: 100), as: "bob")
+            #expect(page.messages.compactMap(\.text) == (0..<100).filter { $0 % 10 != 9 }.map { "q\($0)" })
+        }
+    }
+
+    @Test func queueingRefusesBadContentAtOnce() async throws {
+        try await withChat { chat in
+            #expect(throws: ChatError.self) {
+                _ = try chat.service.queueSend(MessageDraft(to: .group("g"), text: ""), as: "dave")
+            }
+        }
+    }
+
     @Test func queuedWritesAllCommitInArrivalOrderPerCaller() async throws {
         try await withChat { chat in
             // 8 callers × 40 sends, all at once: the first leads, the rest queue for the thread.

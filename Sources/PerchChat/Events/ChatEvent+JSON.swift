@@ -80,7 +80,7 @@ public struct JSONWriter {
         }
     }
 
-    mutating func strings(_ list: [String]) {
+    public mutating func strings(_ list: [String]) {
         raw("[")
         for (index, item) in list.enumerated() {
             if index > 0 { raw(",") }

@@ -53,14 +53,38 @@ final class ActionRuntime: Sendable {
     }
 
     func send(_ draft: MessageDraft, context: BotContext) async throws(ChatError) -> Message {
+        let sent = try await service.send(try prepare(draft, context: context), as: context.bot.uid)
+        delivered(sent)
+        return sent
+    }
+
+    /// Queues a send for the store's writer now (in call order) and answers a wait for its commit:
+    /// a bot's replies to a run of events share commits and keep their order.
+    func queue(_ draft: MessageDraft, context: BotContext) throws(ChatError)
+        -> @Sendable () async throws(ChatError)
+        -> Message
+    {
+        let pending = try service.queueSend(try prepare(draft, context: context), as: context.bot.uid)
+        return { () async throws(ChatError) -> Message in
+            let sent = try await pending.message
+            self.delivered(sent)
+            return sent
+        }
+    }
+
+    /// The draft as the bot sends it: a deterministic muid, the loop guard's hop count, after the
+    /// rate limits admit it.
+    private func prepare(_ draft: MessageDraft, context: BotContext) throws(ChatError) -> MessageDraft {
         var draft = draft
         if draft.muid.isEmpty { draft.muid = context.nextMuid() }
         draft.metadata = Self.withHops(draft.metadata, hops: LoopGuard.outgoingHops(for: context))
         try admit(conversation: draft.receiver.conversationId(sender: context.bot.uid))
-        let sent = try await service.send(draft, as: context.bot.uid)
+        return draft
+    }
+
+    private func delivered(_ sent: Message) {
         metrics.increment("perch_actions_total", ["bot": botName, "action": "send"])
         outbound?(botName, sent)
-        return sent
     }
 
     func act<T: Sendable>(context: BotContext, _ body: @Sendable (ChatService) async throws -> T)

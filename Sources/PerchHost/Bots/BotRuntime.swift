@@ -192,9 +192,9 @@ final class BotRuntime: Sendable {
             for (index, action) in decision.actions.enumerated() {
                 let isLastStep =
                     number == decisions.count - 1 && index == decision.actions.count - 1 && bot.plugins.isEmpty
-                if let pipeline, isLastStep, action.isMessageSend {
-                    // Runs here until the send is queued for the writer, then the lane goes on.
-                    pipeline.add(Task.immediate { await self.perform(action, context: context, rule: decision.rule) })
+                if let pipeline, isLastStep, let answer = action.answer {
+                    // Queued for the writer now, in event order; the lane goes on and waits at its end.
+                    queue(answer, action: action, context: context, rule: decision.rule, into: pipeline)
                 } else {
                     await perform(action, context: context, rule: decision.rule)
                 }
@@ -215,6 +215,35 @@ final class BotRuntime: Sendable {
             bot: identity, event: facts.event, message: facts.message, parent: facts.parent, sender: facts.sender,
             captures: all, strings: strings, logger: logger, runtime: runtime, command: facts.command,
             threadSubscriptionEnabled: bot.threadSubscriptionEnabled, sends: sends)
+    }
+
+    /// Queues a message-sending action; its failure is logged and counted as `perform` does.
+    func queue(
+        _ answer: BotContext.Answer, action: Action, context: BotContext, rule: String, into pipeline: SendPipeline
+    ) {
+        let template: Template
+        switch action {
+        case .reply(let text), .replyInThread(let text), .quoteReply(let text), .directMessage(let text):
+            template = text
+        default: return
+        }
+        do {
+            let sent = try context.queue(answer, render(template, context))
+            pipeline.add { [self] in
+                do throws(ChatError) {
+                    _ = try await sent()
+                } catch {
+                    failed(action, error, rule: rule)
+                }
+            }
+        } catch {
+            failed(action, error, rule: rule)
+        }
+    }
+
+    func failed(_ action: Action, _ error: ChatError, rule: String) {
+        metrics.increment("perch_handler_errors_total", ["bot": identity.name])
+        logger.warning("\(action.name) failed: \(error.code.rawValue) \(error.message)", ["rule": rule])
     }
 
     func perform(_ action: Action, context: BotContext, rule: String) async {
@@ -250,8 +279,7 @@ final class BotRuntime: Sendable {
                 await guarded(plugin: name) { try await plugin.handle(context) }
             }
         } catch {
-            metrics.increment("perch_handler_errors_total", ["bot": identity.name])
-            logger.warning("\(action.name) failed: \(error.code.rawValue) \(error.message)", ["rule": rule])
+            failed(action, error, rule: rule)
         }
     }
 
@@ -323,24 +351,29 @@ final class MatchCache: Sendable {
 
 /// Sends a lane queued without waiting for their commits; awaited before the cursor moves.
 final class SendPipeline: Sendable {
-    private let tasks = Mutex<[Task<Void, Never>]>([])
+    private let waits = Mutex<[@Sendable () async -> Void]>([])
 
-    func add(_ task: Task<Void, Never>) { tasks.withLock { $0.append(task) } }
+    func add(_ wait: @escaping @Sendable () async -> Void) { waits.withLock { $0.append(wait) } }
 
     /// Waits for every queued send to be committed (or to fail, which is logged).
     func finish() async {
-        for task in tasks.withLock({ tasks in
-            defer { tasks.removeAll() }; return tasks
-        }) { await task.value }
+        let all = waits.withLock { waits in
+            defer { waits.removeAll() }
+            return waits
+        }
+        for wait in all { await wait() }
     }
 }
 
 extension Action {
-    /// Sends a message (and nothing else), so it can be the pipelined last step of an event.
-    var isMessageSend: Bool {
+    /// The kind of answer a message-sending action sends (it can be the queued last step of an event).
+    var answer: BotContext.Answer? {
         switch self {
-        case .reply, .replyInThread, .quoteReply, .directMessage: return true
-        default: return false
+        case .reply: return .reply
+        case .replyInThread: return .replyInThread
+        case .quoteReply: return .quoteReply
+        case .directMessage: return .directMessage
+        default: return nil
         }
     }
 }

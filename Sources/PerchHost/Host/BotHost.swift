@@ -272,17 +272,20 @@ public actor BotHost {
             if lanes[event.conversationId] == nil { order.append(event.conversationId) }
             lanes[event.conversationId, default: []].append(event)
         }
+        @Sendable func run(_ lane: [ChatEvent]) async {
+            let pipeline = SendPipeline()
+            for event in lane {
+                guard let runtime = runtimes.withLock({ $0[name] }) else { break }
+                await runtime.handle(event, pipeline: pipeline)
+            }
+            await pipeline.finish()
+        }
+        // One conversation (the common case of a live stream) runs here, without a child task.
+        if order.count == 1 { return await run(lanes[order[0]]!) }
         await withTaskGroup(of: Void.self) { group in
             for conversation in order {
                 let lane = lanes[conversation]!
-                group.addTask {
-                    let pipeline = SendPipeline()
-                    for event in lane {
-                        guard let runtime = self.runtimes.withLock({ $0[name] }) else { break }
-                        await runtime.handle(event, pipeline: pipeline)
-                    }
-                    await pipeline.finish()
-                }
+                group.addTask { await run(lane) }
             }
         }
     }

@@ -79,48 +79,64 @@ public final class BotContext: Sendable {
     /// Sends `text` in the message's conversation, at the top level.
     @discardableResult
     public func reply(_ text: String) async throws(ChatError) -> Message {
-        guard let receiver = replyReceiver else {
-            throw .badRequest("message", "this event has no message to reply to")
-        }
-        return try await runtime.send(MessageDraft(to: receiver, text: text), context: self)
+        try await runtime.send(try draft(.reply, text), context: self)
     }
 
     /// Sends `text` in the message's thread (the root's, when the message is itself a reply).
     @discardableResult
     public func replyInThread(_ text: String) async throws(ChatError) -> Message {
-        guard let receiver = replyReceiver, let message else {
-            throw .badRequest("message", "this event has no message to reply to")
-        }
-        let root = ThreadRules.threadRoot(of: message)
-        return try await runtime.send(MessageDraft(to: receiver, text: text, parentMessageId: root), context: self)
+        try await runtime.send(try draft(.replyInThread, text), context: self)
     }
 
     /// Quote-replies to the message (in its thread when it is a thread reply). A quote reply cannot
     /// be quoted (1-depth): then this sends a plain reply and logs why.
     @discardableResult
     public func quoteReply(_ text: String) async throws(ChatError) -> Message {
-        guard let receiver = replyReceiver, let message else {
-            throw .badRequest("message", "this event has no message to reply to")
-        }
-        if message.isQuoteReply {
-            logger.info(
-                "quote reply fell back to a plain reply: message \(message.id) is itself a quote reply (1-depth)")
-            return try await runtime.send(
-                MessageDraft(to: receiver, text: text, parentMessageId: message.parentMessageId), context: self)
-        }
-        return try await runtime.send(
-            MessageDraft(
-                to: receiver, text: text, parentMessageId: message.parentMessageId, quotedMessageId: message.id),
-            context: self)
+        try await runtime.send(try draft(.quoteReply, text), context: self)
     }
 
     /// Sends `text` one-on-one to the message's sender.
     @discardableResult
     public func directMessage(_ text: String) async throws(ChatError) -> Message {
-        guard let sender = message?.sender ?? event.member?.uid else {
-            throw .badRequest("message", "this event has no sender")
+        try await runtime.send(try draft(.directMessage, text), context: self)
+    }
+
+    /// The kinds of message a bot sends in answer to an event.
+    enum Answer { case reply, replyInThread, quoteReply, directMessage }
+
+    /// The draft of an answer to this event.
+    func draft(_ answer: Answer, _ text: String) throws(ChatError) -> MessageDraft {
+        switch answer {
+        case .directMessage:
+            guard let sender = message?.sender ?? event.member?.uid else {
+                throw .badRequest("message", "this event has no sender")
+            }
+            return MessageDraft(to: .user(sender), text: text)
+        case .reply:
+            guard let receiver = replyReceiver else {
+                throw .badRequest("message", "this event has no message to reply to")
+            }
+            return MessageDraft(to: receiver, text: text)
+        case .replyInThread, .quoteReply:
+            guard let receiver = replyReceiver, let message else {
+                throw .badRequest("message", "this event has no message to reply to")
+            }
+            if answer == .replyInThread {
+                return MessageDraft(to: receiver, text: text, parentMessageId: ThreadRules.threadRoot(of: message))
+            }
+            if message.isQuoteReply {
+                logger.info(
+                    "quote reply fell back to a plain reply: message \(message.id) is itself a quote reply (1-depth)")
+                return MessageDraft(to: receiver, text: text, parentMessageId: message.parentMessageId)
+            }
+            return MessageDraft(
+                to: receiver, text: text, parentMessageId: message.parentMessageId, quotedMessageId: message.id)
         }
-        return try await runtime.send(MessageDraft(to: .user(sender), text: text), context: self)
+    }
+
+    /// Queues an answer for the store's writer now; the result waits for its commit.
+    func queue(_ answer: Answer, _ text: String) throws(ChatError) -> @Sendable () async throws(ChatError) -> Message {
+        try runtime.queue(try draft(answer, text), context: self)
     }
 
     /// Sends any message as the bot.

@@ -10,13 +10,26 @@ extension ChatService {
     ///   `ERR_MESSAGE_ID_NOT_FOUND`, `ERR_WRONG_MESSAGE_THREAD`, `ERR_MESSAGE_THREAD_NESTING`,
     ///   `ERR_MESSAGE_ACTION_NOT_ALLOWED`.
     public func send(_ draft: MessageDraft, as sender: String) async throws(ChatError) -> Message {
+        try await writing(try sendBody(draft, as: sender))
+    }
+
+    /// Queues a send for the store's writer before returning (so sends queued one after another
+    /// are stored in that order) and answers a handle whose ``PendingSend/message`` waits for the
+    /// commit. Checks that need no store are made now and throw now.
+    public func queueSend(_ draft: MessageDraft, as sender: String) throws(ChatError) -> PendingSend {
+        PendingSend(pending: store.submit(try sendBody(draft, as: sender)), service: self)
+    }
+
+    func sendBody(_ draft: MessageDraft, as sender: String) throws(ChatError)
+        -> @Sendable (any ChatWriteTransaction) throws -> Message
+    {
         try MessageRules.checkContent(draft, maximumTextBytes: settings.messageTextBytes)
         guard draft.parentMessageId >= 0, draft.quotedMessageId >= 0 else {
             throw .badRequest("parentMessageId", "must not be negative")
         }
         let now = clock.now()
         let defaults = settings.notificationDefaults
-        return try await writing { tx in
+        return { tx in
             _ = try Self.requireUser(tx, sender)
             if !draft.muid.isEmpty, let first = try tx.message(sender: sender, muid: draft.muid) {
                 return try Self.decorate(tx, [first], for: sender)[0]
@@ -220,5 +233,23 @@ extension ChatService {
         -> [String]
     {
         try await reading { tx in try Self.visibleMentions(tx, in: text, receiver: receiver, sender: sender) }
+    }
+}
+
+/// A send queued with ``ChatService/queueSend(_:as:)``.
+public struct PendingSend: Sendable {
+    let pending: PendingWrite<Message>
+    let service: ChatService
+
+    /// The sent message once committed.
+    /// - Throws: what ``ChatService/send(_:as:)`` throws.
+    public var message: Message {
+        get async throws(ChatError) {
+            do {
+                return try await pending.value
+            } catch {
+                throw service.wireSafeError(error)
+            }
+        }
     }
 }

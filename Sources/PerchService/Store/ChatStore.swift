@@ -1,4 +1,5 @@
 import PerchChat
+import Synchronization
 
 /// Where the chat service keeps its state. SQLite today; a PostgreSQL store (several hosts, one
 /// database) implements the same protocols.
@@ -8,6 +9,10 @@ import PerchChat
 /// (group commit); `write` returns only once its body's commit is durable.
 public protocol ChatStore: Sendable {
     func write<T: Sendable>(_ body: @escaping @Sendable (any ChatWriteTransaction) throws -> T) async throws -> T
+    /// Queues `body` for the writer before returning, so bodies submitted one after another commit
+    /// in that order; the answer's `value` waits for the commit. Lets a caller go on while its
+    /// writes batch (a bot's replies to a run of messages) without giving up their order.
+    func submit<T: Sendable>(_ body: @escaping @Sendable (any ChatWriteTransaction) throws -> T) -> PendingWrite<T>
     func read<T: Sendable>(_ body: @escaping @Sendable (any ChatReadTransaction) throws -> T) async throws -> T
     /// The sequence number of the newest committed event.
     func latestEventSequence() async throws -> Int64
@@ -219,4 +224,59 @@ public struct MediaFile: Sendable, Hashable, Codable {
     }
 
     public static let urlPrefix = "/v3/media/"
+}
+
+extension ChatStore {
+    /// A store without ordered queueing runs the body in a task: the order of commits is then not
+    /// the order of calls.
+    public func submit<T: Sendable>(_ body: @escaping @Sendable (any ChatWriteTransaction) throws -> T)
+        -> PendingWrite<T>
+    {
+        let pending = PendingWrite<T>()
+        Task {
+            do {
+                pending.fulfil(.success(try await write(body)))
+            } catch {
+                pending.fulfil(.failure(error))
+            }
+        }
+        return pending
+    }
+}
+
+/// A write queued with ``ChatStore/submit(_:)``: its result once committed.
+public final class PendingWrite<T: Sendable>: Sendable {
+    private let state = Mutex<
+        (result: Result<T, any Error>?, waiters: [CheckedContinuation<Result<T, any Error>, Never>])
+    >(
+        (nil, []))
+
+    public init() {}
+
+    /// Sets the result once and wakes whoever waits.
+    public func fulfil(_ result: Result<T, any Error>) {
+        let waiters = state.withLock { state -> [CheckedContinuation<Result<T, any Error>, Never>] in
+            guard state.result == nil else { return [] }
+            state.result = result
+            defer { state.waiters.removeAll() }
+            return state.waiters
+        }
+        for waiter in waiters { waiter.resume(returning: result) }
+    }
+
+    /// The body's result after its commit; its error, or the commit's.
+    public var value: T {
+        get async throws {
+            let result = await withCheckedContinuation {
+                (continuation: CheckedContinuation<Result<T, any Error>, Never>) in
+                let ready = state.withLock { state -> Result<T, any Error>? in
+                    if let result = state.result { return result }
+                    state.waiters.append(continuation)
+                    return nil
+                }
+                if let ready { continuation.resume(returning: ready) }
+            }
+            return try result.get()
+        }
+    }
 }

@@ -16,6 +16,7 @@ let package = Package(
     ],
     targets: [
         // C libraries from Debian's packages (scripts/setup installs them).
+        .systemLibrary(name: "CMalloc", path: "Sources/CMalloc"),
         .systemLibrary(name: "CYAML", pkgConfig: "yaml-0.1", providers: [.apt(["libyaml-dev"])]),
         .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
         .systemLibrary(name: "CPCRE2", pkgConfig: "libpcre2-8", providers: [.apt(["libpcre2-dev"])]),
@@ -41,7 +42,8 @@ let package = Package(
         .target(
             name: "PerchHost",
             dependencies: [
-                "PerchConfig", "PerchService", "PerchSQLite", "PerchChat", "PerchMatch", "PerchRegex", "PerchYAML",
+                "CMalloc", "PerchConfig", "PerchService", "PerchSQLite", "PerchChat", "PerchMatch", "PerchRegex",
+                "PerchYAML",
             ]
         ),
         // Example plugins, loaded and run by the tests (examples/plugins holds the Python one).
@@ -56,7 +58,7 @@ let package = Package(
         // The commands, thin: each builds a frontend, runs it, turns failure into an exit code.
         .target(
             name: "PerchCLI", dependencies: ["PerchConfig", "PerchService", "PerchSQLite", "PerchHost", "PerchHTTP"]),
-        .executableTarget(name: "perch", dependencies: ["PerchCLI"]),
+        .executableTarget(name: "perch", dependencies: ["PerchCLI", "PerchHost"]),
         // libFuzzer entry point for the configuration loader (build with --sanitize=fuzzer).
         .executableTarget(name: "FuzzConfig", dependencies: ["PerchConfig"]),
 

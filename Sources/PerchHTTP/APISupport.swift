@@ -94,7 +94,19 @@ enum Secrets {
             var generator = SystemRandomNumberGenerator()
             for index in bytes.indices { bytes[index] = UInt8.random(in: 0...255, using: &generator) }
         }
-        return bytes.map { String(format: "%02x", $0) }.joined()
+        return hex(bytes)
+    }
+
+    /// Lower-case hex of `bytes` (`String(format:)` per byte was 5% of a request in perf).
+    static func hex(_ bytes: [UInt8]) -> String {
+        let digits = Array("0123456789abcdef".utf8)
+        var text = [UInt8]()
+        text.reserveCapacity(bytes.count * 2)
+        for byte in bytes {
+            text.append(digits[Int(byte >> 4)])
+            text.append(digits[Int(byte & 0x0f)])
+        }
+        return String(decoding: text, as: UTF8.self)
     }
 
     /// SHA-256 of `text`, as hex: what the database keeps of a token.
@@ -102,7 +114,7 @@ enum Secrets {
         var digest = [UInt8](repeating: 0, count: Int(SHA256_DIGEST_LENGTH))
         let bytes = Array(text.utf8)
         _ = SHA256(bytes, bytes.count, &digest)
-        return digest.map { String(format: "%02x", $0) }.joined()
+        return hex(digest)
     }
 
     /// Compares in time independent of where the two differ.

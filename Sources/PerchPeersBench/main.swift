@@ -4,8 +4,10 @@
 //   PerchPeersBench [--n 10000] [--out FILE] [--variant NAME] [--phases burst,closed]
 //                   [--loopback PATH_TO_PERCH] [--config bench/peers-v1/config.yaml]
 import Foundation
+import PerchHost
 
 let startedAt = monotonicNanoseconds()
+Allocator.tuneForHost()  // as `perch` does at start
 let spawnedAt = ProcessInfo.processInfo.environment["BENCH_SPAWN_NS"].flatMap(UInt64.init) ?? startedAt
 var options = Options()
 var configPath = "bench/peers-v1/config.yaml"

@@ -1,7 +1,9 @@
 @preconcurrency import Glibc
 import PerchCLI
+import PerchHost
 
 setvbuf(stdout, nil, _IOLBF, 0)
+Allocator.tuneForHost()
 signal(SIGPIPE, SIG_IGN)
 let arguments = Array(CommandLine.arguments.dropFirst())
 if arguments.first == "run" || arguments.first == "dry-run" {

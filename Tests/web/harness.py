@@ -14,6 +14,7 @@ import urllib.request
 
 from selenium import webdriver
 from selenium.webdriver.chrome.service import Service
+from selenium.common.exceptions import StaleElementReferenceException
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support import expected_conditions as EC
 from selenium.webdriver.support.ui import WebDriverWait
@@ -131,7 +132,10 @@ class Page:
     def wait_until(self, predicate, timeout=10, what="the condition"):
         deadline = time.time() + timeout
         while time.time() < deadline:
-            value = predicate()
+            try:
+                value = predicate()
+            except StaleElementReferenceException:
+                value = None  # the list re-rendered under us: look again
             if value:
                 return value
             time.sleep(0.05)
@@ -150,8 +154,14 @@ class Page:
 
     def sheet_for(self, message_id, within="#messages"):
         self.d.execute_script("document.querySelector('#sheet').hidden = true")
-        node = self.wait_for(f'{within} [data-id="{message_id}"]')
-        node.find_element(By.CSS_SELECTOR, '[data-testid="more"]').click()
+        for attempt in range(5):
+            try:
+                node = self.wait_for(f'{within} [data-id="{message_id}"]')
+                node.find_element(By.CSS_SELECTOR, '[data-testid="more"]').click()
+                break
+            except StaleElementReferenceException:
+                if attempt == 4:
+                    raise  # re-rendered five times in a row: something is wrong
         return self.wait_for('[data-testid="action-sheet"]')
 
     def sheet_items(self, message_id, within="#messages"):

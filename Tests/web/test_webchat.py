@@ -19,10 +19,11 @@ SCREENSHOTS = os.environ.get("PERCH_SCREENSHOTS")  # a folder: write the README'
 class WebChatTestCase(unittest.TestCase):
     ui = "    enabled: true\n"
     pins = 100
+    saves = 100
 
     @classmethod
     def setUpClass(cls):
-        cls.server = Server(ui=cls.ui, pins=cls.pins)
+        cls.server = Server(ui=cls.ui, pins=cls.pins, saves=cls.saves)
         cls.driver = browser()
 
     @classmethod
@@ -158,13 +159,23 @@ class SubscriptionTests(WebChatTestCase):
         page.find('[data-testid="top-bell"]').click()
         page.toast("Subscribed.")
         self.assertEqual(self.driver.execute_script("return window.__subscriptionCalls"), 1)
-        # Now the server cannot be reached: the flip is reverted, the failure toast shows.
-        self.driver.execute_script("window.__failSubscriptions = true")
+        # Now the server cannot be reached: the flip is reverted, the failure toast shows, and the
+        # event bus hears nothing (it emits only what the server accepted).
+        self.driver.execute_script("""
+            window.__heard = [];
+            window.perchThreadEvents.add('spy', (event) => window.__heard.push(event));
+            window.__failSubscriptions = true;""")
         page.find('[data-testid="top-bell"]').click()
         self.assertEqual(page.find('[data-testid="top-bell"]').get_attribute("aria-pressed"), "false")
         page.toast("Couldn't update. Please try again.")
         self.assertEqual(page.find('[data-testid="top-bell"]').get_attribute("aria-pressed"), "true")
         self.assertTrue(self.server.api("GET", f"/v3/messages/{parent['id']}", as_uid="alice")["threadSubscribed"])
+        self.assertEqual(self.driver.execute_script("return window.__heard"), [])
+        self.driver.execute_script("window.__failSubscriptions = false")
+        page.find('[data-testid="top-bell"]').click()
+        page.toast("Unsubscribed.")
+        self.assertEqual(self.driver.execute_script("return window.__heard"),
+                         [{"parentMessageId": parent["id"], "isSubscribed": False}])
 
     def test_offline_taps_fail_visibly_and_queue_nothing(self):
         page = self.page("alice")
@@ -377,6 +388,7 @@ class QuoteReplyTests(WebChatTestCase):
 
 class PinSaveTests(WebChatTestCase):
     pins = 2
+    saves = 2
 
     def test_pin_is_offered_only_to_those_who_may_pin_and_the_limit_shows(self):
         bob = self.page("bob")
@@ -409,6 +421,13 @@ class PinSaveTests(WebChatTestCase):
         self.assertEqual(page.sheet_items(message["id"])["action-save"].text, "Unsave")
         page.click('[data-testid="nav-saved"]')
         self.assertIn("worth keeping", page.wait_for('[data-testid="saved-list"]').text)
+        # The saves limit (2 here) shows with the server's limit.
+        more = [self.server.send(f"keep {i}", "carol")["id"] for i in range(2)]
+        page.open_group("general")
+        page.sheet_items(more[0])["action-save"].click()
+        page.wait_until(lambda: page.message(more[0]).find_elements(By.CSS_SELECTOR, '[data-testid="saved-mark"]'))
+        page.sheet_items(more[1])["action-save"].click()
+        page.toast("limit 2")
 
 
 class InboxAndPreferencesTests(WebChatTestCase):

@@ -52,6 +52,10 @@ int main(int argc, char **argv) {
                              "(SELECT payload FROM events WHERE name = 'onTextMessageReceived' ORDER BY seq DESC LIMIT 1)",
                              -1, &facts, NULL), source, "facts");
     check(sqlite3_step(facts), source, "facts");
+    if (sqlite3_column_int64(facts, 0) == 0 || sqlite3_column_type(facts, 2) == SQLITE_NULL) {
+        fprintf(stderr, "%s holds no text message to copy the rows of; fill it first\n", argv[1]);
+        return 1;
+    }
     double outboxPerSend = (double)sqlite3_column_int64(facts, 1) / (double)sqlite3_column_int64(facts, 0);
     char *payload = strdup((const char *)sqlite3_column_text(facts, 2));
     sqlite3_finalize(facts);

@@ -63,7 +63,7 @@ struct HTTPChat: Sendable {
 }
 
 func withHTTPChat(
-    bots: [String: String] = [:], maximumBody: Int = 64 * 1024, messagesPerMinute: Int = 0,
+    bots: [String: String] = [:], maximumBody: Int = 64 * 1024, messagesPerMinute: Int = 0, web: WebSettings? = nil,
     _ body: (HTTPChat) async throws -> Void
 )
     async throws
@@ -72,7 +72,7 @@ func withHTTPChat(
         let media = MediaSettings(
             directory: chat.directory + "/media", maximumBytes: 32 * 1024, allowedTypes: ["image/png", "text/plain"])
         let api = PerchAPI(
-            service: chat.service, host: chat.host, apiKey: apiKey, metrics: chat.host.metrics, media: media,
+            service: chat.service, host: chat.host, apiKey: apiKey, metrics: chat.host.metrics, media: media, web: web,
             maximumBodyBytes: maximumBody, messagesPerMinute: messagesPerMinute)
         let server = try HTTPServer(
             host: "127.0.0.1", port: 0, maximumBodyBytes: max(maximumBody, 32 * 1024), heartbeat: .seconds(1)

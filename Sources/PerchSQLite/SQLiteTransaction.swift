@@ -427,7 +427,7 @@ final class SQLiteTransaction: ChatWriteTransaction {
     }
 
     func subscribedThreadRows(uid: String, conversationId: String?, limit: Int, after cursor: ThreadCursor?) throws
-        -> [ThreadRow]
+        -> [ThreadCursor]
     {
         var values: [SQLValue] = [
             .text(uid), .int(cursor?.updatedAt ?? Int64.max), .int(cursor?.parentMessageId ?? Int64.max),
@@ -435,11 +435,13 @@ final class SQLiteTransaction: ChatWriteTransaction {
         ]
         if let conversationId { values.append(.text(conversationId)) }
         return try db.query(Self.inboxSQL(byConversation: conversationId != nil), values) {
-            ThreadRow(parentMessageId: $0.int(0), updatedAt: $0.int(1))
+            ThreadCursor(updatedAt: $0.int(1), parentMessageId: $0.int(0))
         }
     }
 
-    func conversationThreadRows(conversationId: String, limit: Int, after cursor: ThreadCursor?) throws -> [ThreadRow] {
+    func conversationThreadRows(conversationId: String, limit: Int, after cursor: ThreadCursor?) throws
+        -> [ThreadCursor]
+    {
         try db.query(
             """
             SELECT id, last_reply_at FROM messages
@@ -450,7 +452,7 @@ final class SQLiteTransaction: ChatWriteTransaction {
                 .text(conversationId), .int(cursor?.updatedAt ?? Int64.max), .int(cursor?.parentMessageId ?? Int64.max),
                 .int(Int64(limit)),
             ]
-        ) { ThreadRow(parentMessageId: $0.int(0), updatedAt: $0.int(1)) }
+        ) { ThreadCursor(updatedAt: $0.int(1), parentMessageId: $0.int(0)) }
     }
 
     func lastReply(of parentId: Int64) throws -> Message? {

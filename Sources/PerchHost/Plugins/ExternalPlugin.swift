@@ -234,18 +234,9 @@ final class ExternalPlugin: BotPlugin, @unchecked Sendable {
         reader.name = "perch-plugin-\(pluginName)"
         reader.start()
         // The child's stderr goes to the host's log, line by line.
-        let errors = Thread { [weak self] in
-            let handle = stderr.fileHandleForReading
-            var buffer = Data()
-            while true {
-                let chunk = handle.availableData
-                if chunk.isEmpty { return }
-                buffer.append(chunk)
-                while let newline = buffer.firstIndex(of: UInt8(ascii: "\n")) {
-                    let line = String(decoding: buffer[buffer.startIndex..<newline], as: UTF8.self)
-                    buffer.removeSubrange(buffer.startIndex...newline)
-                    self?.logger?.info("plugin \(self?.pluginName ?? "?") stderr: \(line)")
-                }
+        let errors = Thread { [weak self, pluginName] in
+            Self.readLines(stderr.fileHandleForReading, logger: self?.logger, plugin: pluginName) { line in
+                self?.logger?.info("plugin \(pluginName) stderr: \(String(decoding: line, as: UTF8.self))")
             }
         }
         errors.name = "perch-plugin-\(pluginName)-stderr"
@@ -255,18 +246,23 @@ final class ExternalPlugin: BotPlugin, @unchecked Sendable {
     }
 
     private func read(_ handle: FileHandle, process: Process) {
+        Self.readLines(handle, logger: logger, plugin: pluginName) { [weak self] line in self?.receive(line) }
+    }
+
+    /// Calls `line` with each line the child writes until it closes the pipe; a line over 16 MiB is
+    /// dropped with a warning.
+    static func readLines(_ handle: FileHandle, logger: HostLogger?, plugin: String, _ line: (Data) -> Void) {
         var buffer = Data()
         while true {
             let chunk = handle.availableData
             if chunk.isEmpty { return }
             buffer.append(chunk)
             while let newline = buffer.firstIndex(of: UInt8(ascii: "\n")) {
-                let line = buffer[buffer.startIndex..<newline]
+                line(Data(buffer[buffer.startIndex..<newline]))
                 buffer.removeSubrange(buffer.startIndex...newline)
-                receive(Data(line))
             }
             if buffer.count > 16 << 20 {
-                logger?.warning("plugin \(pluginName) wrote a line over 16 MiB; dropped")
+                logger?.warning("plugin \(plugin) wrote a line over 16 MiB; dropped")
                 buffer.removeAll()
             }
         }

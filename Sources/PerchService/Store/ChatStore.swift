@@ -52,10 +52,11 @@ public protocol ChatReadTransaction {
     /// The user's accessible subscribed threads, `(parentId, updatedAt)`, by `(updatedAt, id)`
     /// descending after the cursor, optionally in one conversation.
     func subscribedThreadRows(uid: String, conversationId: String?, limit: Int, after cursor: ThreadCursor?) throws
-        -> [ThreadRow]
+        -> [ThreadCursor]
     /// Every thread of a conversation that has had replies, `(parentId, lastReplyAt)`, by
     /// `(lastReplyAt, id)` descending after the cursor.
-    func conversationThreadRows(conversationId: String, limit: Int, after cursor: ThreadCursor?) throws -> [ThreadRow]
+    func conversationThreadRows(conversationId: String, limit: Int, after cursor: ThreadCursor?) throws
+        -> [ThreadCursor]
     /// The newest live reply of a thread.
     func lastReply(of parentId: Int64) throws -> Message?
     func preferences(of uids: [String]) throws -> [String: NotificationPreferences]
@@ -155,7 +156,8 @@ public struct EventPage: Sendable {
     }
 }
 
-/// The compound cursor of the threads inbox: the last row's `(updatedAt, parentMessageId)`.
+/// A row of the threads inbox before its messages are attached, `(updatedAt, parentMessageId)`,
+/// which is also the compound cursor of the next page (after the last row).
 public struct ThreadCursor: Sendable, Hashable {
     public var updatedAt: Int64
     public var parentMessageId: Int64
@@ -163,17 +165,6 @@ public struct ThreadCursor: Sendable, Hashable {
     public init(updatedAt: Int64, parentMessageId: Int64) {
         self.updatedAt = updatedAt
         self.parentMessageId = parentMessageId
-    }
-}
-
-/// One thread of the inbox before its messages are attached.
-public struct ThreadRow: Sendable, Hashable {
-    public var parentMessageId: Int64
-    public var updatedAt: Int64
-
-    public init(parentMessageId: Int64, updatedAt: Int64) {
-        self.parentMessageId = parentMessageId
-        self.updatedAt = updatedAt
     }
 }
 

@@ -44,10 +44,25 @@ public final class SQLiteChatStore: ChatStore {
         } catch let error as SQLiteError {
             throw StoreOpenError.cannotOpen(path: path, reason: error.message)
         }
-        try Self.prepare(connection, path: path, synchronous: synchronous)
+        // Processes opening one file together (a host and `perch send --local`) may find it locked
+        // for a moment in steps SQLite does not retry (its busy handler is skipped where waiting
+        // could deadlock): try again briefly before calling the file unusable.
+        for attempt in 1... {
+            do {
+                try Self.prepare(connection, path: path, synchronous: synchronous)
+                break
+            } catch let error as SQLiteError
+                where attempt < 40 && [SQLITE_BUSY, SQLITE_LOCKED].contains(error.code & 0xff)
+            {
+                usleep(50_000)
+            } catch let error as SQLiteError {
+                throw StoreOpenError.damaged(path: path, reason: error.message)
+            }
+        }
         // Checkpoints (and their fsync) run on their own thread and connection, not in a commit.
         try connection.execute("PRAGMA wal_autocheckpoint = 0")
         checkpointer = try Checkpointer(path: path, synchronous: synchronous)
+        checkpointer.watch(connection)
         let timer = DispatchSource.makeTimerSource(queue: .global())
         timer.schedule(deadline: .now() + .milliseconds(250), repeating: .milliseconds(250), leeway: .milliseconds(25))
         timer.setEventHandler { [notifier] in notifier.wakeAll() }
@@ -62,7 +77,8 @@ public final class SQLiteChatStore: ChatStore {
         readers = Mutex([])
     }
 
-    /// Checks what the file is before anything is written, then migrates.
+    /// Checks what the file is before anything is written, then migrates. SQLite's errors come out
+    /// as they are (the caller retries a locked file, and calls anything else damaged).
     static func prepare(_ db: SQLiteConnection, path: String, synchronous: Synchronous) throws {
         let version: Int64
         let application: Int64
@@ -74,8 +90,6 @@ public final class SQLiteChatStore: ChatStore {
             version = try db.scalar("PRAGMA user_version") ?? 0
             application = try db.scalar("PRAGMA application_id") ?? 0
             tables = try db.scalar("SELECT count(*) FROM sqlite_master") ?? 0
-        } catch let error as SQLiteError {
-            throw StoreOpenError.damaged(path: path, reason: error.message)
         }
         if application != 0 && application != Int64(Schema.applicationID) {
             throw StoreOpenError.notAPerchDatabase(path: path)
@@ -84,35 +98,31 @@ public final class SQLiteChatStore: ChatStore {
             throw StoreOpenError.newerSchema(path: path, found: Int(version), supported: Schema.migrations.count)
         }
         if application == 0 && version == 0 && tables > 0 { throw StoreOpenError.notAPerchDatabase(path: path) }
-        do {
-            try db.execute("PRAGMA journal_mode = WAL")
-            try db.execute("PRAGMA synchronous = \(synchronous.rawValue)")
-            try db.execute("PRAGMA foreign_keys = OFF")
-            if version > 0 {
-                // A damaged page shows here before any write does.
-                let check = try db.query("PRAGMA quick_check(1)") { $0.text(0) }.first ?? "ok"
-                guard check == "ok" else { throw StoreOpenError.damaged(path: path, reason: check) }
-            }
-            for index in Int(version)..<Schema.migrations.count {
-                try db.execute("BEGIN IMMEDIATE")
-                do {
-                    // Another process (a second host, `perch send --local`) may have migrated since
-                    // the version was read: check again under the write lock.
-                    if (try db.scalar("PRAGMA user_version") ?? 0) > Int64(index) {
-                        try db.execute("COMMIT")
-                        continue
-                    }
-                    try db.execute(Schema.migrations[index])
-                    try db.execute("PRAGMA user_version = \(index + 1)")
-                    try db.execute("PRAGMA application_id = \(Schema.applicationID)")
+        try db.execute("PRAGMA journal_mode = WAL")
+        try db.execute("PRAGMA synchronous = \(synchronous.rawValue)")
+        try db.execute("PRAGMA foreign_keys = OFF")
+        if version > 0 {
+            // A damaged page shows here before any write does.
+            let check = try db.query("PRAGMA quick_check(1)") { $0.text(0) }.first ?? "ok"
+            guard check == "ok" else { throw StoreOpenError.damaged(path: path, reason: check) }
+        }
+        for index in Int(version)..<Schema.migrations.count {
+            try db.execute("BEGIN IMMEDIATE")
+            do {
+                // Another process (a second host, `perch send --local`) may have migrated since
+                // the version was read: check again under the write lock.
+                if (try db.scalar("PRAGMA user_version") ?? 0) > Int64(index) {
                     try db.execute("COMMIT")
-                } catch {
-                    try? db.execute("ROLLBACK")
-                    throw error
+                    continue
                 }
+                try db.execute(Schema.migrations[index])
+                try db.execute("PRAGMA user_version = \(index + 1)")
+                try db.execute("PRAGMA application_id = \(Schema.applicationID)")
+                try db.execute("COMMIT")
+            } catch {
+                try? db.execute("ROLLBACK")
+                throw error
             }
-        } catch let error as SQLiteError {
-            throw StoreOpenError.damaged(path: path, reason: error.message)
         }
     }
 
@@ -298,9 +308,13 @@ final class Writer: Sendable {
         case .queued:
             break
         case .lead(let batch):
-            commit(batch)
+            // A caller's thread belongs to the cooperative pool: it must never sit in SQLite's busy
+            // wait (another process may hold the write lock). If the lock is taken, the writer
+            // thread, which may wait, gets the batch back.
+            let committed = commit(batch, mayWait: false)
             // What queued meanwhile goes to the writer thread: this caller's task goes on.
             let handOff = state.withLock { state -> Bool in
+                if !committed { state.jobs.insert(contentsOf: batch, at: 0) }
                 guard !state.jobs.isEmpty || state.closed else {
                     state.owner = .none
                     return false
@@ -353,18 +367,33 @@ final class Writer: Sendable {
                     }
                     break
                 }
-                commit(batch)
+                commit(batch, mayWait: true)
             }
         }
     }
 
     /// One transaction for `batch`; then every continuation, the event cache and the notifier.
-    private func commit(_ batch: [Job]) {
+    /// Without `mayWait`, returns false (and runs nothing) when another connection holds the write
+    /// lock, instead of waiting in SQLite's busy handler.
+    @discardableResult
+    private func commit(_ batch: [Job], mayWait: Bool) -> Bool {
         let db = connection.connection
         let tx = SQLiteTransaction(db, coder: connection.coder, cache: nil)
         var commitError: Error?
+        if !mayWait {
+            db.busyTimeout(milliseconds: 0)
+            defer { db.busyTimeout(milliseconds: SQLiteConnection.busyMilliseconds) }
+            do {
+                try db.run("BEGIN IMMEDIATE")
+            } catch let error as SQLiteError where error.code & 0xff == SQLITE_BUSY {
+                return false
+            } catch {
+                commitError = error
+            }
+        }
         do {
-            try db.run("BEGIN IMMEDIATE")
+            if mayWait { try db.run("BEGIN IMMEDIATE") }
+            if let commitError { throw commitError }
             for job in batch { job.run(tx) }
             try db.run("COMMIT")
         } catch {
@@ -374,6 +403,7 @@ final class Writer: Sendable {
         if commitError == nil { cache.insert(tx.appended) }
         for job in batch { job.finish(commitError) }
         if commitError == nil, tx.lastEventSequence > 0 { notifier.advance(to: tx.lastEventSequence) }
+        return true
     }
 }
 
@@ -410,13 +440,10 @@ final class EventNotifier: Sendable {
         for continuation in all { continuation.resume() }
     }
 
+    /// Resumes every waiter; later waits return at once.
     func close() {
-        let all = state.withLock { state -> [CheckedContinuation<Void, Never>] in
-            state.closed = true
-            defer { state.waiters.removeAll() }
-            return state.waiters.values.map(\.1)
-        }
-        for continuation in all { continuation.resume() }
+        state.withLock { $0.closed = true }
+        wakeAll()
     }
 
     func wait(after seq: Int64) async {
@@ -468,37 +495,65 @@ final class EventCache: Sendable {
 }
 
 /// Copies the write-ahead log back into the database on its own thread and connection, so no
-/// commit waits for a checkpoint's fsync: every `interval`, a PASSIVE checkpoint (it never blocks
-/// the writer or readers); the WAL is then reused from its start by the next commit.
+/// commit waits for a checkpoint's fsync. The writer's connection reports the log's size after
+/// each commit (`sqlite3_wal_hook`); past `threshold` frames (SQLite's own automatic checkpoint
+/// size) this thread runs a PASSIVE checkpoint, which never blocks the writer or readers, and the
+/// next commit reuses the log from its start. One last checkpoint runs at close.
 final class Checkpointer: Sendable {
-    private let stop = DispatchSemaphore(value: 0)
+    private let wake = DispatchSemaphore(value: 0)
     private let done = DispatchSemaphore(value: 0)
-    private let closed = Mutex(false)
+    private let state = Mutex((closed: false, pending: false))
+    let threshold: Int32
 
-    init(path: String, synchronous: SQLiteChatStore.Synchronous, interval: Duration = .milliseconds(200)) throws {
+    init(path: String, synchronous: SQLiteChatStore.Synchronous, threshold: Int32 = 1000) throws {
+        self.threshold = threshold
         let box = ConnectionBox(connection: try SQLiteConnection(path: path, readOnly: false))
         try box.connection.execute("PRAGMA synchronous = \(synchronous.rawValue)")
         try box.connection.execute("PRAGMA wal_autocheckpoint = 0")
-        let milliseconds = Int(
-            interval.components.seconds * 1000 + interval.components.attoseconds / 1_000_000_000_000_000)
-        let thread = Thread { [stop, done] in
-            while stop.wait(timeout: .now() + .milliseconds(milliseconds)) == .timedOut {
+        let thread = Thread { [self] in
+            while true {
+                wake.wait()
+                let closed = state.withLock { state in
+                    state.pending = false
+                    return state.closed
+                }
                 try? box.connection.execute("PRAGMA wal_checkpoint(PASSIVE)")
+                if closed { break }
             }
-            try? box.connection.execute("PRAGMA wal_checkpoint(PASSIVE)")
             done.signal()
         }
         thread.name = "perch-sqlite-checkpoint"
         thread.start()
     }
 
+    /// Hooks the writer's connection: its commits tell this checkpointer how long the log is.
+    func watch(_ connection: SQLiteConnection) {
+        sqlite3_wal_hook(
+            connection.handle,
+            { context, _, _, frames in
+                let checkpointer = Unmanaged<Checkpointer>.fromOpaque(context!).takeUnretainedValue()
+                if frames >= checkpointer.threshold { checkpointer.request() }
+                return SQLITE_OK
+            }, Unmanaged.passUnretained(self).toOpaque())
+    }
+
+    /// Asks for a checkpoint (once, however often asked before it runs).
+    func request() {
+        let wakeUp = state.withLock { state -> Bool in
+            guard !state.closed, !state.pending else { return false }
+            state.pending = true
+            return true
+        }
+        if wakeUp { wake.signal() }
+    }
+
     func close() {
-        guard
-            closed.withLock({ closed in
-                defer { closed = true }; return !closed
-            })
-        else { return }
-        stop.signal()
+        let first = state.withLock { state -> Bool in
+            defer { state.closed = true }
+            return !state.closed
+        }
+        guard first else { return }
+        wake.signal()
         done.wait()
     }
 }

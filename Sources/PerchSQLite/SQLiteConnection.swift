@@ -37,9 +37,14 @@ final class SQLiteConnection {
             throw SQLiteError(code: code, message: message)
         }
         handle = db
-        sqlite3_busy_timeout(db, 10_000)
+        sqlite3_busy_timeout(db, Self.busyMilliseconds)
         sqlite3_extended_result_codes(db, 1)
     }
+
+    /// How long a statement waits for another connection's lock before failing with SQLITE_BUSY.
+    static let busyMilliseconds: Int32 = 10_000
+
+    func busyTimeout(milliseconds: Int32) { sqlite3_busy_timeout(handle, milliseconds) }
 
     deinit {
         for statement in statements.values { sqlite3_finalize(statement) }

@@ -82,11 +82,19 @@ func withHTTPChat(
         let configuration = URLSessionConfiguration.ephemeral
         configuration.httpMaximumConnectionsPerHost = 50
         let session = URLSession(configuration: configuration)
-        defer {
+        // Stopping joins the server's connection threads: off the cooperative pool, which has only
+        // two threads here and must stay free for the other tests' hosts.
+        let stop = { @Sendable in
             session.invalidateAndCancel()
             server.stop()
         }
-        try await body(HTTPChat(chat: chat, server: server, session: session))
+        do {
+            try await body(HTTPChat(chat: chat, server: server, session: session))
+        } catch {
+            await onThread(stop)
+            throw error
+        }
+        await onThread(stop)
     }
 }
 

@@ -34,7 +34,7 @@ public struct TestChat: Sendable {
     /// Waits (up to `timeout`) for a message in the conversation that satisfies `predicate`, as seen
     /// by `viewer` (default: the app).
     public func waitForMessage(
-        in receiver: Receiver, viewer: String = User.system, timeout: Duration = .seconds(5),
+        in receiver: Receiver, viewer: String = User.system, timeout: Duration = .seconds(20),
         where predicate: @escaping @Sendable (Message) -> Bool
     ) async throws -> Message {
         try await waitFor(timeout: timeout, "a matching message in \(receiver)") {
@@ -72,7 +72,7 @@ public struct TestChat: Sendable {
 
     /// Polls `probe` until it returns a value or `timeout` passes.
     public func waitFor<T: Sendable>(
-        timeout: Duration = .seconds(5), _ what: String = "the condition",
+        timeout: Duration = .seconds(20), _ what: String = "the condition",
         _ probe: @escaping @Sendable () async throws -> T?
     ) async throws -> T {
         let deadline = ContinuousClock.now + timeout
@@ -85,7 +85,9 @@ public struct TestChat: Sendable {
 
     /// Waits until the bots are quiet: every bot has handled every event, including the events its
     /// own and other bots' reactions made (chains of bots settle too).
-    public func settle(timeout: Duration = .seconds(5)) async throws {
+    /// The default `timeout` is generous on purpose: a stuck bot still fails the wait, and a test
+    /// suite running many hosts at once on a small machine does not.
+    public func settle(timeout: Duration = .seconds(20)) async throws {
         let names = await host.configuration.bots.filter(\.bot.enabled).map(\.bot.name)
         let deadline = ContinuousClock.now + timeout
         while true {

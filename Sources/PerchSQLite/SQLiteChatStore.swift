@@ -497,12 +497,31 @@ final class EventCache: Sendable {
 /// Copies the write-ahead log back into the database on its own thread and connection, so no
 /// commit waits for a checkpoint's fsync. The writer's connection reports the log's size after
 /// each commit (`sqlite3_wal_hook`); past `threshold` frames (SQLite's own automatic checkpoint
-/// size) this thread runs a PASSIVE checkpoint, which never blocks the writer or readers, and the
-/// next commit reuses the log from its start. One last checkpoint runs at close.
+/// size) not yet copied back, this thread runs a PASSIVE checkpoint, which never blocks the writer
+/// or readers, and the next commit reuses the log from its start when no reader still needs it.
+/// Until then the log keeps growing past the threshold, so what counts is the frames written since
+/// the last checkpoint copied, not the log's length: otherwise every commit would ask for another
+/// checkpoint (two fsyncs) while readers hold the log. One last checkpoint runs at close.
 final class Checkpointer: Sendable {
+    private struct State {
+        var closed = false
+        var pending = false
+        /// Frames of the current log already copied back by a checkpoint.
+        var copied: Int32 = 0
+        /// The log's length at the last commit; a shorter log means it was restarted.
+        var frames: Int32 = 0
+        /// The log's length when the last checkpoint was asked for: while a reader keeps old frames
+        /// from being copied, the next one waits until the log has grown by a quarter threshold.
+        var asked: Int32 = 0
+        /// Counts restarts of the log, so a checkpoint that finishes after one does not count
+        /// frames of the old log as copied.
+        var generation = 0
+        var checkpoints = 0
+    }
+
     private let wake = DispatchSemaphore(value: 0)
     private let done = DispatchSemaphore(value: 0)
-    private let state = Mutex((closed: false, pending: false))
+    private let state = Mutex(State())
     let threshold: Int32
 
     init(path: String, synchronous: SQLiteChatStore.Synchronous, threshold: Int32 = 1000) throws {
@@ -513,11 +532,20 @@ final class Checkpointer: Sendable {
         let thread = Thread { [self] in
             while true {
                 wake.wait()
-                let closed = state.withLock { state in
+                let (closed, generation) = state.withLock { state in
                     state.pending = false
-                    return state.closed
+                    return (state.closed, state.generation)
                 }
-                try? box.connection.execute("PRAGMA wal_checkpoint(PASSIVE)")
+                var log: Int32 = 0
+                var copied: Int32 = 0
+                let status = sqlite3_wal_checkpoint_v2(
+                    box.connection.handle, nil, SQLITE_CHECKPOINT_PASSIVE, &log, &copied)
+                state.withLock { state in
+                    state.checkpoints += 1
+                    if status == SQLITE_OK && state.generation == generation {
+                        state.copied = max(state.copied, copied)
+                    }
+                }
                 if closed { break }
             }
             done.signal()
@@ -532,20 +560,33 @@ final class Checkpointer: Sendable {
             connection.handle,
             { context, _, _, frames in
                 let checkpointer = Unmanaged<Checkpointer>.fromOpaque(context!).takeUnretainedValue()
-                if frames >= checkpointer.threshold { checkpointer.request() }
+                checkpointer.committed(frames: frames)
                 return SQLITE_OK
             }, Unmanaged.passUnretained(self).toOpaque())
     }
 
-    /// Asks for a checkpoint (once, however often asked before it runs).
-    func request() {
+    /// A commit left the log `frames` long: asks for a checkpoint (once, however often asked before
+    /// it runs) when `threshold` frames or more are not copied back yet.
+    func committed(frames: Int32) {
         let wakeUp = state.withLock { state -> Bool in
-            guard !state.closed, !state.pending else { return false }
+            if frames < state.frames {
+                state.generation += 1
+                state.copied = 0
+                state.asked = 0
+            }
+            state.frames = frames
+            guard !state.closed, !state.pending, frames - state.copied >= threshold,
+                frames - state.asked >= threshold / 4
+            else { return false }
             state.pending = true
+            state.asked = frames
             return true
         }
         if wakeUp { wake.signal() }
     }
+
+    /// How many checkpoints have run (tests).
+    var checkpoints: Int { state.withLock { $0.checkpoints } }
 
     func close() {
         let first = state.withLock { state -> Bool in

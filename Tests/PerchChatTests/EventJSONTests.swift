@@ -3,7 +3,7 @@ import PerchChat
 import Testing
 
 @Suite struct EventJSONTests {
-    @Test func theHandWrittenJSONDecodesToTheSameEvent() throws {
+    static var sampleMessage: Message {
         var message = Message(
             id: 42, muid: "m\"1", conversationId: "group_g", sender: "al\\ice", receiverType: .group, receiverUid: "g",
             type: "file", category: .message, text: "line\nbreak\t\u{1} “quotes” 🎉",
@@ -18,7 +18,16 @@ import Testing
             Message(
                 id: 8, conversationId: "group_g", sender: "bob", receiverType: .group, receiverUid: "g", text: "quoted")
         )
-        let events = [
+        message.parentMessage = MessagePreview(
+            Message(
+                id: 7, conversationId: "group_g", sender: "carol", receiverType: .group, receiverUid: "g",
+                attachments: [Attachment(name: "x", size: 1, mimeType: "text/plain", extension: "txt", url: "/m/2")]))
+        return message
+    }
+
+    static var sampleEvents: [ChatEvent] {
+        let message = sampleMessage
+        return [
             ChatEvent(seq: 9, name: .textMessageReceived, conversationId: "group_g", createdAt: 10, message: message),
             ChatEvent(
                 name: .groupMemberScopeChanged, conversationId: "group_g", createdAt: 11,
@@ -26,12 +35,60 @@ import Testing
             ChatEvent(
                 name: .groupMemberLeft, conversationId: "group_g", createdAt: 12,
                 member: MemberChange(guid: "g", uid: "dave", actor: "dave")),
+            ChatEvent(
+                seq: 13, name: .customMessageReceived, conversationId: "user_a_b", createdAt: 13,
+                message: Message(
+                    conversationId: "user_a_b", sender: "a", receiverType: .user, receiverUid: "b", type: "poll",
+                    category: .custom, data: .bool(false), metadata: .array([]))),
         ]
-        for event in events {
+    }
+
+    @Test func theHandWrittenJSONDecodesToTheSameEvent() throws {
+        let message = Self.sampleMessage
+        for event in Self.sampleEvents {
             let decoded = try JSONDecoder().decode(ChatEvent.self, from: Data(event.json.utf8))
             #expect(decoded == event)
         }
         let plain = try JSONDecoder().decode(Message.self, from: Data(message.json.utf8))
         #expect(plain == message)
+    }
+
+    @Test func theReaderReadsWhatTheWriterWroteAsJSONDecoderDoes() throws {
+        for event in Self.sampleEvents {
+            let expected = try JSONDecoder().decode(ChatEvent.self, from: Data(event.json.utf8))
+            #expect(try ChatEvent(json: event.json) == expected)
+        }
+    }
+
+    @Test func theReaderTakesKeysInAnyOrderSkipsUnknownOnesAndReadsEscapes() throws {
+        let json = #"""
+            { "createdAt" : 3.0, "extra": {"deep": [1, {"x": null}, "\\"]}, "conversationId":"c\u00e9\ud83c\udf89\/",
+              "name": "onGroupMemberLeft", "seq": -2, "member": {"actor": "a", "uid": "u", "guid": "g", "scope": null} }
+            """#
+        let event = try ChatEvent(json: json)
+        #expect(event.seq == -2)
+        #expect(event.createdAt == 3)
+        #expect(event.conversationId == "cé🎉/")
+        #expect(event.member == MemberChange(guid: "g", uid: "u", actor: "a"))
+        #expect(event.message == nil)
+        #expect(try JSONDecoder().decode(ChatEvent.self, from: Data(json.utf8)) == event)
+    }
+
+    @Test func theReaderRefusesWhatJSONDecoderRefuses() {
+        let good = Self.sampleEvents[1].json
+        let bad = [
+            good.replacingOccurrences(of: "\"seq\":0,", with: ""),  // a required key missing
+            good.replacingOccurrences(of: "\"seq\":0", with: "\"seq\":\"0\""),  // a string for a number
+            good.replacingOccurrences(of: "\"seq\":0", with: "\"seq\":1.5"),  // not a whole number
+            good.replacingOccurrences(of: "onGroupMemberScopeChanged", with: "onNothing"),  // not an event name
+            good + "x",  // text after the value
+            String(good.dropLast()),  // unterminated
+            good.replacingOccurrences(of: "\"guid\":\"g\"", with: "\"guid\":\"g\n\""),  // a raw control character
+        ]
+        #expect(bad.allSatisfy { $0 != good })
+        for text in bad {
+            #expect(throws: JSONReader.Failure.self) { try ChatEvent(json: text) }
+            #expect(throws: (any Error).self) { try JSONDecoder().decode(ChatEvent.self, from: Data(text.utf8)) }
+        }
     }
 }

@@ -72,24 +72,40 @@ final class BotRuntime: Sendable {
         }
     }
 
+    /// Every fact of `event`, looked up now (dry runs, schedules).
     func facts(for event: ChatEvent) async -> Facts {
+        var facts = localFacts(for: event)
+        await lookUp(&facts, sender: true, scope: bot.needsSenderScope, parent: true)
+        return facts
+    }
+
+    /// The facts read from the event itself: no store reads.
+    func localFacts(for event: ChatEvent) -> Facts {
         let message = event.message
         var facts = Facts(
             event: event, message: message, sender: nil, senderScope: nil, parent: nil, command: nil, wordLists: [],
             mentionsBot: message?.mentionedUids.contains(identity.uid) ?? false)
-        let senderUid = message?.sender ?? event.member?.uid
-        if let senderUid { facts.sender = try? await service.user(senderUid) }
-        if let message, message.receiverType == .group, bot.needsSenderScope {
-            facts.senderScope = try? await service.scope(of: message.sender, in: message.receiverUid)
-        }
-        if let message, message.isReply {
-            facts.parent = try? await service.message(message.parentMessageId, as: identity.uid)
-        }
         if let text = message?.text, event.name.isNewMessage || event.name == .messageEdited {
             facts.command = Self.command(in: text, prefix: bot.configuration.commandPrefix)
             facts.wordLists = matchCache.lists(for: message!, matcher: matcher)
         }
         return facts
+    }
+
+    /// Fills in the facts that need the store: the sender, their scope in the group, the thread's
+    /// root. Each is read once.
+    func lookUp(_ facts: inout Facts, sender: Bool, scope: Bool, parent: Bool) async {
+        let event = facts.event
+        let message = event.message
+        if sender, facts.sender == nil, let uid = message?.sender ?? event.member?.uid {
+            facts.sender = try? await service.user(uid)
+        }
+        if scope, facts.senderScope == nil, let message, message.receiverType == .group {
+            facts.senderScope = try? await service.scope(of: message.sender, in: message.receiverUid)
+        }
+        if parent, facts.parent == nil, let message, message.isReply {
+            facts.parent = try? await service.message(message.parentMessageId, as: identity.uid)
+        }
     }
 
     static func command(in text: String, prefix: String) -> (name: String, args: String)? {
@@ -177,7 +193,13 @@ final class BotRuntime: Sendable {
     func handle(_ event: ChatEvent, pipeline: SendPipeline? = nil) async {
         guard hears(event) else { return }
         metrics.increment("perch_events_dispatched_total", ["bot": identity.name])
-        let facts = await facts(for: event)
+        // The store is read only for what the rules' conditions need; the rest is read once a
+        // rule fires or a plugin listens (most events of a busy room do neither).
+        var facts = localFacts(for: event)
+        await lookUp(&facts, sender: bot.needsSender, scope: bot.needsSenderScope, parent: false)
+        let decisions = decide(facts)
+        guard !decisions.isEmpty || !bot.plugins.isEmpty else { return }
+        await lookUp(&facts, sender: true, scope: false, parent: true)
         if let message = facts.message, facts.sender?.isBot == true,
             LoopGuard.hops(of: message, senderIsBot: true) >= maximumHops
         {
@@ -186,7 +208,6 @@ final class BotRuntime: Sendable {
             return
         }
         let sends = SendCounter()
-        let decisions = decide(facts)
         for (number, decision) in decisions.enumerated() {
             let context = makeContext(facts, captures: decision.captures, sends: sends)
             for (index, action) in decision.actions.enumerated() {

@@ -26,6 +26,8 @@ struct CompiledBot: Sendable {
     var threadSubscriptionEnabled: Bool
 
     var needsSenderScope: Bool { rules.contains { $0.conditions.senderScope != nil } }
+    /// Whether deciding which rules fire needs the sender's profile (`sender_is_bot`).
+    var needsSender: Bool { rules.contains { $0.conditions.senderIsBot != nil } }
 }
 
 /// Builds the compiled bots of a configuration and the host's word-list matcher.

@@ -577,15 +577,20 @@ final class SQLiteTransaction: ChatWriteTransaction {
             ) picked ON picked.seq = e.seq
             ORDER BY e.seq LIMIT ?3
             """, [.text(uid), .int(seq), .int(Int64(limit))]
-        ) { row in (row.int(0), row.text(1), row.optionalText(2)) }
-        for (number, payload, excluded) in rows {
+        ) { row -> (Int64, ChatEvent?, String?, String?) in
+            // A cached event's payload is not copied out of SQLite.
+            let number = row.int(0)
+            if let cached = cache?.event(number) { return (number, cached, nil, row.optionalText(2)) }
+            return (number, nil, row.text(1), row.optionalText(2))
+        }
+        for (number, cached, payload, excluded) in rows {
             page.scannedThrough = number
             if let excluded, excluded == session { continue }
-            if let cached = cache?.event(number) {
+            if let cached {
                 page.events.append(cached)
                 continue
             }
-            var event = try ChatEvent(json: payload)
+            var event = try ChatEvent(json: payload ?? "")
             event.seq = number
             cache?.insert([event])
             page.events.append(event)

@@ -65,11 +65,9 @@ final class ActionRuntime: Sendable {
         -> Message
     {
         let pending = try service.queueSend(try prepare(draft, context: context), as: context.bot.uid)
-        return { () async throws(ChatError) -> Message in
-            let sent = try await pending.message
-            self.delivered(sent)
-            return sent
-        }
+        // Counted and tapped at its commit, not when the bot next waits for its queued sends.
+        pending.whenSent { self.delivered($0) }
+        return { () async throws(ChatError) -> Message in try await pending.message }
     }
 
     /// The draft as the bot sends it: a deterministic muid, the loop guard's hop count, after the

@@ -222,29 +222,48 @@ public actor BotHost {
 
     /// One bot's consumer loop.
     ///
-    /// The cursor is saved at most every `acknowledgeInterval` while events flow, and whenever the
-    /// stream goes quiet: a crash replays at most that much, and replays change nothing (sends carry
+    /// The cursor is saved at most every `acknowledgeInterval` while events flow, and once the
+    /// stream has been quiet that long (not at once: a quick back and forth would pay a commit per
+    /// message on its critical path): a crash replays at most that much, and replays change nothing (sends carry
     /// deterministic muids, the other actions are idempotent).
     nonisolated func consume(bot name: String, service: ChatService) async {
         let consumer = "bot:\(name)"
         var cursor = (try? await service.cursor(consumer: consumer)) ?? 0
         var acknowledged = cursor
         var acknowledgedAt = options.monotonic()
+        var movedAt = acknowledgedAt
+        // Sends queued by pages already handled: the next page is read while they commit, and
+        // the cursor moves past a page only once its sends are committed.
+        var queued: [SendPipeline] = []
+        func settle() async {
+            for pipeline in queued { await pipeline.finish() }
+            queued.removeAll()
+        }
         while !Task.isCancelled {
             guard let runtime = runtimes.withLock({ $0[name] }) else { break }
             do {
-                let page = try await service.events(for: runtime.identity.uid, after: cursor, limit: 256)
-                if !page.events.isEmpty { await handle(page.events, with: name) }
+                let page = try await service.events(for: runtime.identity.uid, after: cursor, limit: Self.pageSize)
+                if !page.events.isEmpty {
+                    queued += await handle(page.events, with: name)
+                    if queued.count > Self.pagesInFlight { await queued.removeFirst().finish() }
+                }
                 let next = page.scannedThrough
                 if next > cursor {
                     cursor = next
+                    movedAt = options.monotonic()
                     if options.monotonic() - acknowledgedAt >= Self.acknowledgeInterval {
+                        await settle()
                         try await service.acknowledge(consumer: consumer, seq: cursor)
                         (acknowledged, acknowledgedAt) = (cursor, options.monotonic())
                     }
-                    continue
+                    // A full page: more is waiting. A short one held everything committed when it
+                    // was read, and the wait below returns at once if more came since.
+                    if page.events.count >= Self.pageSize { continue }
                 }
-                if acknowledged < cursor {
+                // Quiet for a while (the next wake-up is at most the store's poll interval away):
+                // save the cursor, off the path of a conversation going back and forth.
+                if acknowledged < cursor, options.monotonic() - movedAt >= Self.acknowledgeInterval {
+                    await settle()
                     try await service.acknowledge(consumer: consumer, seq: cursor)
                     (acknowledged, acknowledgedAt) = (cursor, options.monotonic())
                     continue
@@ -257,36 +276,43 @@ public actor BotHost {
             }
         }
         // Stopping or removed: save how far this bot got (the store closes after the consumers).
+        await settle()
         if acknowledged < cursor { try? await service.acknowledge(consumer: consumer, seq: cursor) }
     }
 
     /// How long a flowing stream may go without saving its cursor, in seconds.
     static let acknowledgeInterval = 0.05
+    /// Events a bot reads at once.
+    static let pageSize = 256
+    /// How many handled pages' sends may still be committing while the bot reads on.
+    static let pagesInFlight = 4
 
     /// Handles a page: conversations in parallel, each in order. The runtime is read per event, so
-    /// a reload takes effect between events.
-    nonisolated func handle(_ events: [ChatEvent], with name: String) async {
+    /// a reload takes effect between events. Returns the lanes' queued sends, not yet committed
+    /// (``SendPipeline/finish()`` waits for them).
+    nonisolated func handle(_ events: [ChatEvent], with name: String) async -> [SendPipeline] {
         var lanes: [String: [ChatEvent]] = [:]
         var order: [String] = []
         for event in events {
             if lanes[event.conversationId] == nil { order.append(event.conversationId) }
             lanes[event.conversationId, default: []].append(event)
         }
-        @Sendable func run(_ lane: [ChatEvent]) async {
+        @Sendable func run(_ lane: [ChatEvent]) async -> SendPipeline {
             let pipeline = SendPipeline()
             for event in lane {
                 guard let runtime = runtimes.withLock({ $0[name] }) else { break }
                 await runtime.handle(event, pipeline: pipeline)
             }
-            await pipeline.finish()
+            return pipeline
         }
         // One conversation (the common case of a live stream) runs here, without a child task.
-        if order.count == 1 { return await run(lanes[order[0]]!) }
-        await withTaskGroup(of: Void.self) { group in
+        if order.count == 1 { return [await run(lanes[order[0]]!)] }
+        return await withTaskGroup(of: SendPipeline.self) { group in
             for conversation in order {
                 let lane = lanes[conversation]!
                 group.addTask { await run(lane) }
             }
+            return await group.reduce(into: []) { $0.append($1) }
         }
     }
 

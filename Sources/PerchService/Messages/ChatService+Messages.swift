@@ -241,6 +241,14 @@ public struct PendingSend: Sendable {
     let pending: PendingWrite<Message>
     let service: ChatService
 
+    /// Calls `observer` with the message as soon as it is committed (on the committing thread:
+    /// keep it quick); not at all when the send fails.
+    public func whenSent(_ observer: @escaping @Sendable (Message) -> Void) {
+        pending.observe { result in
+            if case .success(let message) = result { observer(message) }
+        }
+    }
+
     /// The sent message once committed.
     /// - Throws: what ``ChatService/send(_:as:)`` throws.
     public var message: Message {

@@ -238,21 +238,43 @@ extension ChatStore {
 /// A write queued with ``ChatStore/submit(_:)``: its result once committed.
 public final class PendingWrite<T: Sendable>: Sendable {
     private let state = Mutex<
-        (result: Result<T, any Error>?, waiters: [CheckedContinuation<Result<T, any Error>, Never>])
+        (
+            result: Result<T, any Error>?, waiters: [CheckedContinuation<Result<T, any Error>, Never>],
+            observers: [@Sendable (Result<T, any Error>) -> Void]
+        )
     >(
-        (nil, []))
+        (nil, [], []))
 
     public init() {}
 
     /// Sets the result once and wakes whoever waits.
     public func fulfil(_ result: Result<T, any Error>) {
-        let waiters = state.withLock { state -> [CheckedContinuation<Result<T, any Error>, Never>] in
-            guard state.result == nil else { return [] }
+        let (waiters, observers) = state.withLock { state in
+            guard state.result == nil else {
+                return (
+                    [CheckedContinuation<Result<T, any Error>, Never>](), [@Sendable (Result<T, any Error>) -> Void]()
+                )
+            }
             state.result = result
-            defer { state.waiters.removeAll() }
-            return state.waiters
+            defer {
+                state.waiters.removeAll()
+                state.observers.removeAll()
+            }
+            return (state.waiters, state.observers)
         }
+        for observer in observers { observer(result) }
         for waiter in waiters { waiter.resume(returning: result) }
+    }
+
+    /// Calls `observer` with the result as soon as it is set (on the committing thread, so it must
+    /// be quick), or now when it already is.
+    public func observe(_ observer: @escaping @Sendable (Result<T, any Error>) -> Void) {
+        let ready = state.withLock { state -> Result<T, any Error>? in
+            if let result = state.result { return result }
+            state.observers.append(observer)
+            return nil
+        }
+        if let ready { observer(ready) }
     }
 
     /// The body's result after its commit; its error, or the commit's.

@@ -11,6 +11,8 @@ public final class ChatService: Sendable {
     public let clock: any ChatClock
     public let settings: ChatSettings
     let logger: any ChatLogger
+    /// Users read recently: every authenticated request and every bot action reads one.
+    let recentUsers = RecentUsers()
 
     public init(
         store: any ChatStore, clock: any ChatClock = SystemClock(), settings: ChatSettings = ChatSettings(),

@@ -1,4 +1,6 @@
+import Dispatch
 import PerchChat
+import Synchronization
 
 extension ChatService {
     /// Registers a user.
@@ -16,7 +18,7 @@ extension ChatService {
             let user = User(uid: uid, name: name, role: role, metadata: metadata, createdAt: now, updatedAt: now)
             try tx.insertUser(user)
             return user
-        }
+        }.remembered(in: recentUsers)
     }
 
     /// Creates the user or brings its name and role up to date (seeding, bot users). Idempotent.
@@ -35,7 +37,7 @@ extension ChatService {
             let user = User(uid: uid, name: name, role: role, createdAt: now, updatedAt: now)
             try tx.insertUser(user)
             return user
-        }
+        }.remembered(in: recentUsers)
     }
 
     /// Changes a user's name, role or metadata.
@@ -55,13 +57,15 @@ extension ChatService {
             user.updatedAt = now
             try tx.updateUser(user)
             return user
-        }
+        }.remembered(in: recentUsers)
     }
 
-    /// One user.
+    /// One user. A user read in the last second is answered from memory (changes made through this
+    /// service are seen at once; another process's, within that second).
     /// - Throws: `ERR_UID_NOT_FOUND`.
     public func user(_ uid: String) async throws(ChatError) -> User {
-        try await reading { tx in try Self.requireUser(tx, uid) }
+        if let user = recentUsers[uid] { return user }
+        return try await reading { tx in try Self.requireUser(tx, uid) }.remembered(in: recentUsers)
     }
 
     /// Users in uid order, `limit` (1–100) after `after`.
@@ -85,5 +89,35 @@ extension ChatService {
     /// The user a token hash belongs to, or nil.
     public func tokenOwner(hash: String) async throws(ChatError) -> String? {
         try await reading { tx in try tx.tokenOwner(hash: hash) }
+    }
+}
+
+/// Users read in the last second, by uid. Users are never deleted, so a remembered user exists; at
+/// worst its name or role is a second old when another process changed it.
+final class RecentUsers: Sendable {
+    private let entries = Mutex<[String: (user: User, at: UInt64)]>([:])
+    static let lifetime: UInt64 = 1_000_000_000
+
+    subscript(uid: String) -> User? {
+        let now = DispatchTime.now().uptimeNanoseconds
+        return entries.withLock { entries in
+            guard let entry = entries[uid], now - entry.at < Self.lifetime else { return nil }
+            return entry.user
+        }
+    }
+
+    func remember(_ user: User) {
+        let now = DispatchTime.now().uptimeNanoseconds
+        entries.withLock { entries in
+            if entries.count >= 4_096 { entries.removeAll(keepingCapacity: true) }
+            entries[user.uid] = (user, now)
+        }
+    }
+}
+
+extension User {
+    fileprivate func remembered(in users: RecentUsers) -> User {
+        users.remember(self)
+        return self
     }
 }

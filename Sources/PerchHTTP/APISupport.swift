@@ -16,7 +16,9 @@ struct JSONBody {
             object = [:]
             return
         }
-        guard let parsed = try? JSONDecoder().decode(JSONValue.self, from: Data(bytes)) else {
+        guard let text = String(validating: bytes, as: UTF8.self),
+            let parsed = try? JSONReader.read(text, { try $0.value() })
+        else {
             throw .badRequest("body", "malformed JSON")
         }
         guard case .object(let dictionary) = parsed else { throw .badRequest("body", "expected a JSON object") }

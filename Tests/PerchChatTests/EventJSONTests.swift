@@ -91,4 +91,24 @@ import Testing
             #expect(throws: (any Error).self) { try JSONDecoder().decode(ChatEvent.self, from: Data(text.utf8)) }
         }
     }
+
+    @Test func theReaderReadsAnyValueAsJSONDecoderDoes() throws {
+        let good = [
+            #"{"a": [1, -2.5, 3e2, true, false, null, "x\u0041"], "b": {}, "c": [], "d": {"e": [[]]}}"#,
+            "[0, -0, 1.0E-2, 12345678901234]", "\"\\t\"", "  7  ", "null",
+        ]
+        for text in good {
+            let expected = try JSONDecoder().decode(JSONValue.self, from: Data(text.utf8))
+            #expect(try JSONReader.read(text) { try $0.value() } == expected, "\(text)")
+        }
+        // Foundation takes a trailing comma; JSON (RFC 8259) does not, and neither does the reader.
+        #expect(throws: JSONReader.Failure.self) { try JSONReader.read("[1,]") { try $0.value() } }
+        let bad = ["{\"a\" 1}", "+1", ".5", "[1 2]", "{\"a\":}", "tru", "\"open", "[1]]", ""]
+        for text in bad {
+            #expect(throws: JSONReader.Failure.self, "\(text)") { try JSONReader.read(text) { try $0.value() } }
+            #expect(throws: (any Error).self, "\(text)") {
+                try JSONDecoder().decode(JSONValue.self, from: Data(text.utf8))
+            }
+        }
+    }
 }

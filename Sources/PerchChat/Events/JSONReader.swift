@@ -150,6 +150,9 @@ public struct JSONReader {
     public mutating func double() throws -> Double {
         skipWhitespace()
         let start = index
+        // JSON's grammar: a minus sign or a digit first (no `+`, no bare `.5`).
+        guard let first = peek, first == UInt8(ascii: "-") || (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(first)
+        else { throw failure("a value") }
         while index < bytes.count, Self.isNumberByte(bytes[index]) { index += 1 }
         let text = String(decoding: UnsafeBufferPointer(rebasing: bytes[start..<index]), as: UTF8.self)
         guard let number = Double(text), number.isFinite else {

@@ -29,6 +29,8 @@ public final class SQLiteChatStore: ChatStore {
     /// consumer just read, without parsing it again (every bot and every SSE session reads the
     /// same events).
     private let cache = EventCache(capacity: 8_192)
+    /// Which groups each recent reader of events is in, so a page can be answered from `cache`.
+    private let memberships = Memberships()
     private let checkpointer: Checkpointer
     /// Wakes every waiting consumer each `pollInterval`: commits of other processes are not announced.
     private let poller: PollTimer
@@ -65,16 +67,22 @@ public final class SQLiteChatStore: ChatStore {
         checkpointer.watch(connection)
         let timer = DispatchSource.makeTimerSource(queue: .global())
         timer.schedule(deadline: .now() + .milliseconds(250), repeating: .milliseconds(250), leeway: .milliseconds(25))
-        timer.setEventHandler { [notifier] in notifier.wakeAll() }
-        timer.resume()
         poller = PollTimer(source: timer)
         let latest = try connection.scalar("SELECT coalesce(max(seq), 0) FROM events") ?? 0
         notifier.advance(to: latest)
         writer = Writer(
             connection: ConnectionBox(connection: connection), maximumBatch: maximumBatch, notifier: notifier,
-            cache: cache)
+            cache: cache, memberships: memberships)
         readerPath = path
         readers = Mutex([])
+        // Each tick looks for events other processes committed (pages come from memory while
+        // nothing is missing), then wakes every waiting consumer.
+        timer.setEventHandler { [weak self] in
+            guard let self else { return }
+            if let latest = try? self.reading({ try $0.latestSequence() }) { self.notifier.advance(to: latest) }
+            self.notifier.wakeAll()
+        }
+        timer.resume()
     }
 
     /// Checks what the file is before anything is written, then migrates. SQLite's errors come out
@@ -143,12 +151,66 @@ public final class SQLiteChatStore: ChatStore {
     }
 
     public func read<T: Sendable>(_ body: @escaping @Sendable (any ChatReadTransaction) throws -> T) async throws -> T {
+        try reading(body)
+    }
+
+    /// A read transaction on a pooled reader connection, on this thread.
+    private func reading<T>(_ body: (SQLiteTransaction) throws -> T) throws -> T {
         let box = try checkoutReader()
         defer { readers.withLock { $0.append(box) } }
         let db = box.connection
         try db.run("BEGIN")
         defer { _ = try? db.run("COMMIT") }
         return try body(SQLiteTransaction(db, coder: box.coder, cache: cache))
+    }
+
+    /// A user's events after `seq`. While every event after `seq` was committed by this process and
+    /// is still in the cache (with its audience), the page is built there, with the user's groups
+    /// as they are now, exactly as the SQL page would be; otherwise (another process committed, or
+    /// the reader is more than the cache behind) it is read from the database.
+    public func events(for uid: String, session: String?, after seq: Int64, limit: Int) async throws -> EventPage {
+        if let page = try memoryPage(for: uid, session: session, after: seq, limit: limit) { return page }
+        return try reading { tx in try tx.events(for: uid, session: session, after: seq, limit: limit) }
+    }
+
+    func memoryPage(for uid: String, session: String?, after seq: Int64, limit: Int) throws -> EventPage? {
+        // The newest sequence first, the membership generation second: a commit that changed
+        // members moves the generation before its events count as committed (see `Writer.commit`).
+        let latest = notifier.latest
+        var page = EventPage(events: [], scannedThrough: seq)
+        guard latest > seq else { return page }
+        let generation = memberships.generation
+        let groups: Set<String>
+        if let known = memberships.groups(of: uid, generation: generation) {
+            groups = known
+        } else {
+            groups = try reading { tx in try tx.groups(of: uid) }
+            memberships.remember(groups, of: uid, generation: generation)
+        }
+        var visible = 0
+        var next = seq + 1
+        while next <= latest {
+            guard let entry = cache.entry(next), let audience = entry.audience else {
+                // Another process's event (or one the cache no longer holds): it may have changed
+                // members, so every remembered membership is read again after this.
+                memberships.invalidate()
+                return nil
+            }
+            if audience.group.map(groups.contains) ?? false || audience.users.contains(uid) {
+                visible += 1
+                if audience.excludedSession == nil || audience.excludedSession != session {
+                    page.events.append(entry.event)
+                }
+                if visible == limit {
+                    page.scannedThrough = next
+                    page.isFull = true
+                    return page
+                }
+            }
+            next += 1
+        }
+        page.scannedThrough = latest
+        return page
     }
 
     private func checkoutReader() throws -> ConnectionBox {
@@ -248,13 +310,18 @@ final class Writer: Sendable {
     private let connection: ConnectionBox
     private let notifier: EventNotifier
     private let cache: EventCache
+    private let memberships: Memberships
 
-    init(connection: ConnectionBox, maximumBatch: Int, notifier: EventNotifier, cache: EventCache) {
+    init(
+        connection: ConnectionBox, maximumBatch: Int, notifier: EventNotifier, cache: EventCache,
+        memberships: Memberships
+    ) {
         state = Mutex((jobs: [], closed: false, owner: .none))
         self.maximumBatch = maximumBatch
         self.connection = connection
         self.notifier = notifier
         self.cache = cache
+        self.memberships = memberships
         let thread = Thread { [self] in self.loop() }
         thread.name = "perch-sqlite-writer"
         thread.start()
@@ -400,7 +467,12 @@ final class Writer: Sendable {
             commitError = error
             try? db.execute("ROLLBACK")
         }
-        if commitError == nil { cache.insert(tx.appended) }
+        // In this order: remembered memberships go stale, then the events enter the cache, then
+        // they count as committed (readers build pages from memory on that order).
+        if commitError == nil {
+            if tx.changedMembers { memberships.invalidate() }
+            cache.insert(tx.appended)
+        }
         for job in batch { job.finish(commitError) }
         if commitError == nil, tx.lastEventSequence > 0 { notifier.advance(to: tx.lastEventSequence) }
         return true
@@ -471,7 +543,7 @@ final class EventNotifier: Sendable {
 /// last `capacity`). Only committed events enter it (from the writer after the commit, or from a
 /// reader that decoded one), and an event never changes once written, so a hit is always right.
 final class EventCache: Sendable {
-    private let slots: Mutex<[ChatEvent?]>
+    private let slots: Mutex<[CachedEvent?]>
     let capacity: Int
 
     init(capacity: Int) {
@@ -479,17 +551,63 @@ final class EventCache: Sendable {
         slots = Mutex(Array(repeating: nil, count: capacity))
     }
 
-    func insert(_ events: [ChatEvent]) {
-        guard !events.isEmpty else { return }
+    /// Keeps `entries`; an entry never replaces one of the same event that knows its audience.
+    func insert(_ entries: [CachedEvent]) {
+        guard !entries.isEmpty else { return }
         slots.withLock { slots in
-            for event in events { slots[Int(event.seq % Int64(capacity))] = event }
+            for entry in entries {
+                let slot = Int(entry.event.seq % Int64(capacity))
+                if entry.audience == nil, let held = slots[slot], held.event.seq == entry.event.seq { continue }
+                slots[slot] = entry
+            }
         }
     }
 
-    func event(_ seq: Int64) -> ChatEvent? {
+    func entry(_ seq: Int64) -> CachedEvent? {
         slots.withLock { slots in
-            guard let event = slots[Int(seq % Int64(capacity))], event.seq == seq else { return nil }
-            return event
+            guard let entry = slots[Int(seq % Int64(capacity))], entry.event.seq == seq else { return nil }
+            return entry
+        }
+    }
+
+    func event(_ seq: Int64) -> ChatEvent? { entry(seq)?.event }
+}
+
+/// A committed event with its audience; the audience is known when this process committed it.
+struct CachedEvent: Sendable {
+    var event: ChatEvent
+    var audience: EventAudience?
+}
+
+/// The groups of recent readers of events, valid for one generation: a commit that adds, changes
+/// or removes a member starts a new one (and so does another process, whose commits the poll
+/// finds: pages then come from the database until the cache holds every event again).
+final class Memberships: Sendable {
+    private let state = Mutex((generation: 0, groups: [String: (generation: Int, groups: Set<String>)]()))
+
+    var generation: Int { state.withLock { $0.generation } }
+
+    func groups(of uid: String, generation: Int) -> Set<String>? {
+        state.withLock { state in
+            guard state.generation == generation, let known = state.groups[uid], known.generation == generation
+            else { return nil }
+            return known.groups
+        }
+    }
+
+    /// Keeps `groups`, read in a transaction that began after `generation` was current.
+    func remember(_ groups: Set<String>, of uid: String, generation: Int) {
+        state.withLock { state in
+            guard state.generation == generation else { return }
+            if state.groups.count >= 4_096 { state.groups.removeAll(keepingCapacity: true) }
+            state.groups[uid] = (generation, groups)
+        }
+    }
+
+    func invalidate() {
+        state.withLock { state in
+            state.generation += 1
+            state.groups.removeAll(keepingCapacity: true)
         }
     }
 }

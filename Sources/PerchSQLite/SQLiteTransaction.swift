@@ -8,8 +8,11 @@ final class SQLiteTransaction: ChatWriteTransaction {
     let coder: JSONCoder
     /// The highest event sequence this transaction appended.
     var lastEventSequence: Int64 = 0
-    /// The events this (write) transaction appended, with their sequences, for the event cache.
-    var appended: [ChatEvent] = []
+    /// The events this (write) transaction appended, with their sequences and audiences, for the
+    /// event cache.
+    var appended: [CachedEvent] = []
+    /// Whether this (write) transaction added, changed or removed a group member.
+    var changedMembers = false
     /// Decoded recent events (read transactions).
     let cache: EventCache?
 
@@ -127,10 +130,12 @@ final class SQLiteTransaction: ChatWriteTransaction {
             ON CONFLICT (guid, uid) DO UPDATE SET scope = excluded.scope
             """,
             [.text(member.guid), .text(member.uid), .text(member.scope.rawValue), .int(member.joinedAt)])
+        changedMembers = true
     }
 
     func removeMember(guid: String, uid: String) throws {
         try db.run("DELETE FROM members WHERE guid = ? AND uid = ?", [.text(guid), .text(uid)])
+        changedMembers = true
     }
 
     func isBanned(guid: String, uid: String) throws -> Bool {
@@ -557,7 +562,7 @@ final class SQLiteTransaction: ChatWriteTransaction {
         }
         lastEventSequence = max(lastEventSequence, seq)
         stored.seq = seq
-        appended.append(stored)
+        appended.append(CachedEvent(event: stored, audience: audience))
         return seq
     }
 
@@ -592,12 +597,16 @@ final class SQLiteTransaction: ChatWriteTransaction {
             }
             var event = try ChatEvent(json: payload ?? "")
             event.seq = number
-            cache?.insert([event])
+            cache?.insert([CachedEvent(event: event, audience: nil)])
             page.events.append(event)
         }
         // A short page holds every event of this user up to the snapshot's newest: the stream is
         // scanned through it (same transaction, so nothing committed later is skipped).
-        if rows.count < limit { page.scannedThrough = max(page.scannedThrough, try latestSequence()) }
+        if rows.count < limit {
+            page.scannedThrough = max(page.scannedThrough, try latestSequence())
+        } else {
+            page.isFull = true
+        }
         return page
     }
 
@@ -745,5 +754,12 @@ extension SQLiteTransaction {
         return try db.query("EXPLAIN QUERY PLAN " + Self.inboxSQL(byConversation: byConversation), values) {
             $0.text(3)
         }
+    }
+}
+
+extension SQLiteTransaction {
+    /// The groups `uid` is a member of.
+    func groups(of uid: String) throws -> Set<String> {
+        Set(try db.query("SELECT guid FROM members WHERE uid = ?", [.text(uid)]) { $0.text(0) })
     }
 }

@@ -258,7 +258,7 @@ public actor BotHost {
                     }
                     // A full page: more is waiting. A short one held everything committed when it
                     // was read, and the wait below returns at once if more came since.
-                    if page.events.count >= Self.pageSize { continue }
+                    if page.isFull { continue }
                 }
                 // Quiet for a while (the next wake-up is at most the store's poll interval away):
                 // save the cursor, off the path of a conversation going back and forth.

@@ -8,7 +8,11 @@ extension ChatService {
         async throws(ChatError) -> EventPage
     {
         guard (1...10_000).contains(limit) else { throw .badRequest("limit", "must be 1–10000") }
-        return try await reading { tx in try tx.events(for: uid, session: session, after: seq, limit: limit) }
+        do {
+            return try await store.events(for: uid, session: session, after: seq, limit: limit)
+        } catch {
+            throw wireSafe(error)
+        }
     }
 
     /// Returns once an event after `seq` is committed (or the store closes, or the task is cancelled).
@@ -36,19 +40,13 @@ extension ChatService {
                 var cursor = seq
                 while !Task.isCancelled {
                     do {
-                        // Read the committed sequence first: an empty page then proves there is
-                        // nothing for this user up to it.
-                        let latest = try await store.latestEventSequence()
+                        // A short page scanned everything committed when it was read (its
+                        // `scannedThrough` is the snapshot's newest event): wait, which returns at
+                        // once when more was committed since, or at the next poll tick.
                         let page = try await events(for: uid, session: session, after: cursor)
                         for event in page.events { continuation.yield(event) }
-                        if page.scannedThrough > cursor {
-                            cursor = page.scannedThrough
-                            continue
-                        }
-                        if latest > cursor {
-                            cursor = latest
-                            continue
-                        }
+                        cursor = max(cursor, page.scannedThrough)
+                        if page.isFull { continue }
                         await waitForEvents(after: cursor)
                     } catch {
                         continuation.finish(throwing: error)

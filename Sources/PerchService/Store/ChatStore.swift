@@ -14,12 +14,21 @@ public protocol ChatStore: Sendable {
     /// writes batch (a bot's replies to a run of messages) without giving up their order.
     func submit<T: Sendable>(_ body: @escaping @Sendable (any ChatWriteTransaction) throws -> T) -> PendingWrite<T>
     func read<T: Sendable>(_ body: @escaping @Sendable (any ChatReadTransaction) throws -> T) async throws -> T
+    /// The events `uid` may see after `seq` (``ChatReadTransaction/events(for:session:after:limit:)``
+    /// in a read transaction, unless the store can answer from memory).
+    func events(for uid: String, session: String?, after seq: Int64, limit: Int) async throws -> EventPage
     /// The sequence number of the newest committed event.
     func latestEventSequence() async throws -> Int64
     /// Returns once an event after `seq` is committed, the store closes, or the task is cancelled.
     func waitForEvents(after seq: Int64) async
     /// Closes the store; later calls fail.
     func close() async
+}
+
+extension ChatStore {
+    public func events(for uid: String, session: String?, after seq: Int64, limit: Int) async throws -> EventPage {
+        try await read { tx in try tx.events(for: uid, session: session, after: seq, limit: limit) }
+    }
 }
 
 /// The typed reads the service needs. Implementations answer from their own indexes; the rules
@@ -149,10 +158,14 @@ public struct MessageQuery: Sendable, Hashable {
 public struct EventPage: Sendable {
     public var events: [ChatEvent]
     public var scannedThrough: Int64
+    /// Whether the page stopped at its limit (more may follow at once); a short page scanned
+    /// everything committed when it was read.
+    public var isFull: Bool
 
-    public init(events: [ChatEvent], scannedThrough: Int64) {
+    public init(events: [ChatEvent], scannedThrough: Int64, isFull: Bool = false) {
         self.events = events
         self.scannedThrough = scannedThrough
+        self.isFull = isFull
     }
 }
 

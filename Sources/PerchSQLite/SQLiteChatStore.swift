@@ -28,7 +28,7 @@ public final class SQLiteChatStore: ChatStore {
     /// Recent committed events, decoded: consumers read what was just written, or what another
     /// consumer just read, without parsing it again (every bot and every SSE session reads the
     /// same events).
-    private let cache = EventCache(capacity: 8_192)
+    private let cache = EventCache(capacity: 16_384)
     /// Which groups each recent reader of events is in, so a page can be answered from `cache`.
     private let memberships = Memberships()
     private let checkpointer: Checkpointer

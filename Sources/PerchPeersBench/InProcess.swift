@@ -42,7 +42,9 @@ final class InProcessInjector: Injector {
         for (index, text) in texts.enumerated() {
             if waiting.count == Self.window { try await settle(waiting.removeFirst()) }
             injected(index)
-            waiting.append((index, try service.queueSend(MessageDraft(to: Self.room, text: text), as: Self.person)))
+            let draft = MessageDraft(to: Self.room, text: text)
+            let more = index < texts.count - 1
+            waiting.append((index, try service.queueSend(draft, as: Self.person, callerGoesOn: more)))
         }
         for pending in waiting { try await settle(pending) }
     }

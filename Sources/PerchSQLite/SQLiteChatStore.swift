@@ -145,8 +145,14 @@ public final class SQLiteChatStore: ChatStore {
     public func submit<T: Sendable>(_ body: @escaping @Sendable (any ChatWriteTransaction) throws -> T)
         -> PendingWrite<T>
     {
+        submit(body, callerGoesOn: false)
+    }
+
+    public func submit<T: Sendable>(
+        _ body: @escaping @Sendable (any ChatWriteTransaction) throws -> T, callerGoesOn: Bool
+    ) -> PendingWrite<T> {
         let pending = PendingWrite<T>()
-        writer.enqueue(body: body) { pending.fulfil($0) }
+        writer.enqueue(body: body, inline: !callerGoesOn) { pending.fulfil($0) }
         return pending
     }
 
@@ -301,7 +307,7 @@ final class Writer: Sendable {
     }
 
     enum Owner { case none, caller, thread }
-    enum Next { case refused, queued, lead([Job]) }
+    enum Next { case refused, queued, wake, lead([Job]) }
 
     private let state: Mutex<(jobs: [Job], closed: Bool, owner: Owner)>
     private let signal = DispatchSemaphore(value: 0)
@@ -329,10 +335,12 @@ final class Writer: Sendable {
 
     var isClosed: Bool { state.withLock { $0.closed } }
 
-    /// Queues `body` (or, when the writer is idle, commits it on this thread before returning);
-    /// `complete` gets its result after the commit.
+    /// Queues `body` (or, when the writer is idle and `inline`, commits it on this thread before
+    /// returning: a caller that waits for its commit anyway pays no thread hand-off); `complete`
+    /// gets its result after the commit. A caller that goes on meanwhile (`inline` false: queued
+    /// sends) never runs the commit itself, so its work and the commit run on two cores.
     func enqueue<T: Sendable>(
-        body: @escaping @Sendable (any ChatWriteTransaction) throws -> T,
+        body: @escaping @Sendable (any ChatWriteTransaction) throws -> T, inline: Bool = true,
         complete: @escaping @Sendable (Result<T, any Error>) -> Void
     ) {
         let outcome = OutcomeBox<T>()
@@ -366,10 +374,16 @@ final class Writer: Sendable {
             guard !state.closed else { return .refused }
             state.jobs.append(job)
             guard state.owner == .none else { return .queued }
+            guard inline else {
+                state.owner = .thread
+                return .wake
+            }
             state.owner = .caller
             return .lead(take(&state.jobs))
         }
         switch next {
+        case .wake:
+            signal.signal()
         case .refused:
             complete(.failure(SQLiteError(code: SQLITE_MISUSE, message: "the store is closed")))
         case .queued:

@@ -60,11 +60,12 @@ final class ActionRuntime: Sendable {
 
     /// Queues a send for the store's writer now (in call order) and answers a wait for its commit:
     /// a bot's replies to a run of events share commits and keep their order.
-    func queue(_ draft: MessageDraft, context: BotContext) throws(ChatError)
+    func queue(_ draft: MessageDraft, context: BotContext, callerGoesOn: Bool = false) throws(ChatError)
         -> @Sendable () async throws(ChatError)
         -> Message
     {
-        let pending = try service.queueSend(try prepare(draft, context: context), as: context.bot.uid)
+        let pending = try service.queueSend(
+            try prepare(draft, context: context), as: context.bot.uid, callerGoesOn: callerGoesOn)
         // Counted and tapped at its commit, not when the bot next waits for its queued sends.
         pending.whenSent { self.delivered($0) }
         return { () async throws(ChatError) -> Message in try await pending.message }

@@ -249,7 +249,7 @@ final class BotRuntime: Sendable {
         default: return
         }
         do {
-            let sent = try context.queue(answer, render(template, context))
+            let sent = try context.queue(answer, render(template, context), callerGoesOn: pipeline.more)
             pipeline.add { [self] in
                 do throws(ChatError) {
                     _ = try await sent()
@@ -373,6 +373,13 @@ final class MatchCache: Sendable {
 /// Sends a lane queued without waiting for their commits; awaited before the cursor moves.
 final class SendPipeline: Sendable {
     private let waits = Mutex<[@Sendable () async -> Void]>([])
+    private let following = Atomic<Bool>(false)
+
+    /// Whether the lane has more events in hand after the one being handled.
+    var more: Bool {
+        get { following.load(ordering: .relaxed) }
+        set { following.store(newValue, ordering: .relaxed) }
+    }
 
     func add(_ wait: @escaping @Sendable () async -> Void) { waits.withLock { $0.append(wait) } }
 

@@ -299,8 +299,9 @@ public actor BotHost {
         }
         @Sendable func run(_ lane: [ChatEvent]) async -> SendPipeline {
             let pipeline = SendPipeline()
-            for event in lane {
+            for (index, event) in lane.enumerated() {
                 guard let runtime = runtimes.withLock({ $0[name] }) else { break }
+                pipeline.more = index < lane.count - 1
                 await runtime.handle(event, pipeline: pipeline)
             }
             return pipeline

@@ -135,8 +135,11 @@ public final class BotContext: Sendable {
     }
 
     /// Queues an answer for the store's writer now; the result waits for its commit.
-    func queue(_ answer: Answer, _ text: String) throws(ChatError) -> @Sendable () async throws(ChatError) -> Message {
-        try runtime.queue(try draft(answer, text), context: self)
+    /// `callerGoesOn`: the bot has more events in hand (the commit then never runs on its thread).
+    func queue(_ answer: Answer, _ text: String, callerGoesOn: Bool = false) throws(ChatError)
+        -> @Sendable () async throws(ChatError) -> Message
+    {
+        try runtime.queue(try draft(answer, text), context: self, callerGoesOn: callerGoesOn)
     }
 
     /// Sends any message as the bot.

@@ -15,9 +15,14 @@ extension ChatService {
 
     /// Queues a send for the store's writer before returning (so sends queued one after another
     /// are stored in that order) and answers a handle whose ``PendingSend/message`` waits for the
-    /// commit. Checks that need no store are made now and throw now.
-    public func queueSend(_ draft: MessageDraft, as sender: String) throws(ChatError) -> PendingSend {
-        PendingSend(pending: store.submit(try sendBody(draft, as: sender)), service: self)
+    /// commit. Checks that need no store are made now and throw now. `callerGoesOn`: the caller
+    /// has more to do at once (a bot with more events in hand), so the commit never runs on its
+    /// thread; otherwise an idle store may commit right here.
+    public func queueSend(_ draft: MessageDraft, as sender: String, callerGoesOn: Bool = false) throws(ChatError)
+        -> PendingSend
+    {
+        PendingSend(
+            pending: store.submit(try sendBody(draft, as: sender), callerGoesOn: callerGoesOn), service: self)
     }
 
     func sendBody(_ draft: MessageDraft, as sender: String) throws(ChatError)

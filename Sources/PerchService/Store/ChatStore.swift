@@ -13,6 +13,10 @@ public protocol ChatStore: Sendable {
     /// in that order; the answer's `value` waits for the commit. Lets a caller go on while its
     /// writes batch (a bot's replies to a run of messages) without giving up their order.
     func submit<T: Sendable>(_ body: @escaping @Sendable (any ChatWriteTransaction) throws -> T) -> PendingWrite<T>
+    /// `submit`, told whether the caller goes on with more work at once (then the store never
+    /// commits on the caller's thread, so the caller's work and the commit can run side by side).
+    func submit<T: Sendable>(_ body: @escaping @Sendable (any ChatWriteTransaction) throws -> T, callerGoesOn: Bool)
+        -> PendingWrite<T>
     func read<T: Sendable>(_ body: @escaping @Sendable (any ChatReadTransaction) throws -> T) async throws -> T
     /// The events `uid` may see after `seq` (``ChatReadTransaction/events(for:session:after:limit:)``
     /// in a read transaction, unless the store can answer from memory).
@@ -231,6 +235,12 @@ public struct MediaFile: Sendable, Hashable, Codable {
 }
 
 extension ChatStore {
+    public func submit<T: Sendable>(
+        _ body: @escaping @Sendable (any ChatWriteTransaction) throws -> T, callerGoesOn: Bool
+    ) -> PendingWrite<T> {
+        submit(body)
+    }
+
     /// A store without ordered queueing runs the body in a task: the order of commits is then not
     /// the order of calls.
     public func submit<T: Sendable>(_ body: @escaping @Sendable (any ChatWriteTransaction) throws -> T)

@@ -155,6 +155,17 @@ public final class HostMetrics: Sendable {
 
     static func key(_ name: String, _ labels: [String: String]) -> String {
         guard !labels.isEmpty else { return name }
+        if labels.count == 1, let (label, value) = labels.first {
+            // The common case (a bot's counters, once per event): no sorting, one string.
+            var key = name
+            key.reserveCapacity(name.utf8.count + label.utf8.count + value.utf8.count + 5)
+            key += "{"
+            key += label
+            key += "=\""
+            key += value
+            key += "\"}"
+            return key
+        }
         let rendered = labels.sorted { $0.key < $1.key }.map { "\($0.key)=\"\($0.value)\"" }.joined(separator: ",")
         return "\(name){\(rendered)}"
     }

@@ -14,6 +14,8 @@ enum SQLValue {
     case int(Int64)
     case double(Double)
     case text(String)
+    /// Text given as its UTF-8 bytes (no `String` made on the way).
+    case utf8([UInt8])
 }
 
 /// One SQLite connection with a cache of prepared statements: a statement is compiled once per
@@ -93,6 +95,15 @@ final class SQLiteConnection {
             case .double(let number): code = sqlite3_bind_double(statement, index, number)
             case .text(let text):
                 code = sqlite3_bind_text(statement, index, text, -1, perch_sqlite_transient())
+            case .utf8(let bytes):
+                code = bytes.withUnsafeBufferPointer { buffer in
+                    guard let base = buffer.baseAddress else {
+                        return sqlite3_bind_text(statement, index, "", 0, perch_sqlite_transient())
+                    }
+                    return base.withMemoryRebound(to: CChar.self, capacity: buffer.count) {
+                        sqlite3_bind_text(statement, index, $0, Int32(buffer.count), perch_sqlite_transient())
+                    }
+                }
             }
             try check(code)
         }

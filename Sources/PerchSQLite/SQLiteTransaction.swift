@@ -554,7 +554,7 @@ final class SQLiteTransaction: ChatWriteTransaction {
             "INSERT INTO events (name, audience_group, excluded_session, payload) VALUES (?, ?, ?, ?)",
             [
                 .text(event.name.rawValue), audience.group.map(SQLValue.text) ?? .null,
-                audience.excludedSession.map(SQLValue.text) ?? .null, .text(stored.json),
+                audience.excludedSession.map(SQLValue.text) ?? .null, .utf8(stored.jsonBytes),
             ])
         let seq = db.lastInsertRowID
         for uid in Set(audience.users) {

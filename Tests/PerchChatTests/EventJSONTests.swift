@@ -111,4 +111,16 @@ import Testing
             }
         }
     }
+
+    @Test func theWriterWritesNumbersAndEscapesAsFoundationReadsThem() throws {
+        for number in [0, -1, 7, 10, 1_000_000, Int64.max, Int64.min] {
+            var writer = JSONWriter()
+            writer.int(number)
+            #expect(writer.output == String(number))
+        }
+        let text = "quote \" backslash \\ newline \n tab \t bell \u{7} é 🎉"
+        let quoted = JSONWriter.quoted(text)
+        #expect(try JSONDecoder().decode(String.self, from: Data(quoted.utf8)) == text)
+        #expect(quoted.contains("\\u0007"))
+    }
 }

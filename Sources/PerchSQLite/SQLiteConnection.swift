@@ -28,7 +28,13 @@ final class SQLiteConnection {
     let handle: OpaquePointer
     private var statements: [String: OpaquePointer] = [:]
 
+    /// Process-wide settings, applied once before the first connection opens.
+    private static let configured: Void = {
+        _ = perch_sqlite_disable_memory_statistics()
+    }()
+
     init(path: String, readOnly: Bool) throws {
+        _ = Self.configured
         var db: OpaquePointer?
         let flags =
             (readOnly ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE) | SQLITE_OPEN_NOMUTEX

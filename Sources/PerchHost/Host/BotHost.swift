@@ -224,8 +224,8 @@ public actor BotHost {
     ///
     /// The cursor is saved at most every `acknowledgeInterval` while events flow, and once the
     /// stream has been quiet that long (not at once: a quick back and forth would pay a commit per
-    /// message on its critical path): a crash replays at most that much, and replays change nothing (sends carry
-    /// deterministic muids, the other actions are idempotent).
+    /// message on its critical path): a crash replays at most that much, and replays change
+    /// nothing (sends carry deterministic muids, the other actions are idempotent).
     nonisolated func consume(bot name: String, service: ChatService) async {
         let consumer = "bot:\(name)"
         var cursor = (try? await service.cursor(consumer: consumer)) ?? 0

@@ -118,7 +118,9 @@ public final class HTTPServer: Sendable {
         let result = Mutex<HTTPResponse?>(nil)
         let done = DispatchSemaphore(value: 0)
         let handler = self.handler
-        Task {
+        // High priority: a connection thread is blocked until this task answers, while bots and
+        // live streams share the same few pool threads.
+        Task(priority: .high) {
             let response = await handler(request)
             result.withLock { $0 = response }
             done.signal()

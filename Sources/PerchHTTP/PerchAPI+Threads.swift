@@ -175,10 +175,10 @@ final class ChatEventSource: EventStreamSource, @unchecked Sendable {
         task = Task { [weak self] in
             do {
                 for try await event in stream {
-                    var chunk = "id: \(event.seq)\nevent: \(event.name.rawValue)\ndata: "
-                    chunk += event.json
-                    chunk += "\n\n"
-                    self?.append(Array(chunk.utf8))
+                    var chunk = Array("id: \(event.seq)\nevent: \(event.name.rawValue)\ndata: ".utf8)
+                    chunk += event.jsonBytes
+                    chunk += [0x0A, 0x0A]
+                    self?.append(chunk)
                 }
             } catch {}
             self?.finish()

@@ -196,49 +196,40 @@ public struct JSONReader {
 
     /// Reads an object, calling `field` with each key; `field` reads (or ``skip()``s) the value.
     public mutating func object(_ field: (inout JSONReader, String) throws -> Void) throws {
-        try expect(UInt8(ascii: "{"))
-        skipWhitespace()
-        if peek == UInt8(ascii: "}") {
-            index += 1
-            return
-        }
-        while true {
-            skipWhitespace()
-            let key = try string()
-            try expect(UInt8(ascii: ":"))
-            skipWhitespace()
-            try field(&self, key)
-            skipWhitespace()
-            guard index < bytes.count else { throw failure("an unterminated object") }
-            let byte = bytes[index]
-            index += 1
-            if byte == UInt8(ascii: "}") { return }
-            guard byte == UInt8(ascii: ",") else {
-                index -= 1
-                throw failure("a comma or the end of the object")
-            }
+        try items(from: UInt8(ascii: "{"), to: UInt8(ascii: "}"), in: "object") { reader in
+            let key = try reader.string()
+            try reader.expect(UInt8(ascii: ":"))
+            reader.skipWhitespace()
+            try field(&reader, key)
         }
     }
 
     /// Reads an array, calling `element` once per element.
     public mutating func array(_ element: (inout JSONReader) throws -> Void) throws {
-        try expect(UInt8(ascii: "["))
+        try items(from: UInt8(ascii: "["), to: UInt8(ascii: "]"), in: "array", element)
+    }
+
+    /// The comma-separated items between `open` and `close`, each read by `item`.
+    private mutating func items(
+        from open: UInt8, to close: UInt8, in container: String, _ item: (inout JSONReader) throws -> Void
+    ) throws {
+        try expect(open)
         skipWhitespace()
-        if peek == UInt8(ascii: "]") {
+        if peek == close {
             index += 1
             return
         }
         while true {
             skipWhitespace()
-            try element(&self)
+            try item(&self)
             skipWhitespace()
-            guard index < bytes.count else { throw failure("an unterminated array") }
+            guard index < bytes.count else { throw failure("an unterminated \(container)") }
             let byte = bytes[index]
             index += 1
-            if byte == UInt8(ascii: "]") { return }
+            if byte == close { return }
             guard byte == UInt8(ascii: ",") else {
                 index -= 1
-                throw failure("a comma or the end of the array")
+                throw failure("a comma or the end of the \(container)")
             }
         }
     }

@@ -175,6 +175,8 @@ public final class SQLiteChatStore: ChatStore {
     /// as they are now, exactly as the SQL page would be; otherwise (another process committed, or
     /// the reader is more than the cache behind) it is read from the database.
     public func events(for uid: String, session: String?, after seq: Int64, limit: Int) async throws -> EventPage {
+        // A closed store answers nothing, from memory either (a live stream then ends).
+        guard !writer.isClosed else { throw SQLiteError(code: SQLITE_MISUSE, message: "the store is closed") }
         if let page = try memoryPage(for: uid, session: session, after: seq, limit: limit) { return page }
         return try reading { tx in try tx.events(for: uid, session: session, after: seq, limit: limit) }
     }

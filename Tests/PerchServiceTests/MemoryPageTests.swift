@@ -1,6 +1,7 @@
 import Foundation
 import PerchChat
 import PerchService
+import Synchronization
 import Testing
 
 @testable import PerchSQLite
@@ -74,6 +75,27 @@ import Testing
             #expect(after.events.compactMap(\.message?.text) == [])
             await other.close()
         }
+    }
+
+    @Test func aClosedStoreAnswersNoPageAndEndsALiveStream() async throws {
+        let chat = try await ChatFixture.make()
+        try await chat.say("before", as: "bob")
+        let stream = chat.service.eventStream(for: "dave", after: 0)
+        let received = Mutex(0)
+        let reader = Task {
+            do {
+                for try await _ in stream { received.withLock { $0 += 1 } }
+            } catch {}
+        }
+        let deadline = ContinuousClock.now + .seconds(5)
+        while received.withLock({ $0 }) == 0, ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(5))
+        }
+        #expect(received.withLock { $0 } >= 1)
+        await chat.close()
+        await #expect(throws: ChatError.self) { _ = try await chat.service.events(for: "dave", after: 0) }
+        // The stream ends by itself (it does not spin on empty pages).
+        await reader.value
     }
 
     @Test func anotherProcesssCommitIsSeenWithinThePollIntervalWithoutALocalOne() async throws {

@@ -520,16 +520,6 @@ final class SQLiteTransaction: ChatWriteTransaction {
         return found
     }
 
-    func botUids(among uids: [String]) throws -> Set<String> {
-        guard !uids.isEmpty else { return [] }
-        let list = "[" + uids.map { JSONWriter.quoted($0) }.joined(separator: ",") + "]"
-        return Set(
-            try db.query(
-                "SELECT uid FROM users WHERE role = ? AND uid IN (SELECT value FROM json_each(?))",
-                [.text(User.botRole), .text(list)]
-            ) { $0.text(0) })
-    }
-
     func setPreferences(_ preferences: NotificationPreferences, for uid: String) throws {
         try db.run(
             """

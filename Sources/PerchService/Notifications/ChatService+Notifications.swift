@@ -34,16 +34,12 @@ extension ChatService {
         }
     }
 
-    /// Inside a send: routes the new message to its recipients' outboxes. Bot users get none: a
-    /// bot reads its event stream, and nothing would deliver a notification to it.
+    /// Inside a send: routes the new message to its recipients' outboxes.
     static func route(
         _ tx: any ChatWriteTransaction, _ message: Message, subscribers: Set<String>,
         defaults: NotificationPreferences, at now: Int64
     ) throws {
-        var audience = try audienceUids(tx, of: message).filter { $0 != message.sender }
-        guard !audience.isEmpty else { return }
-        let bots = try tx.botUids(among: audience)
-        if !bots.isEmpty { audience.removeAll { bots.contains($0) } }
+        let audience = try audienceUids(tx, of: message).filter { $0 != message.sender }
         guard !audience.isEmpty else { return }
         let stored = try tx.preferences(of: audience)
         var quotedAuthor: String?

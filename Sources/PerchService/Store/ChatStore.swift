@@ -73,8 +73,6 @@ public protocol ChatReadTransaction {
     /// The newest live reply of a thread.
     func lastReply(of parentId: Int64) throws -> Message?
     func preferences(of uids: [String]) throws -> [String: NotificationPreferences]
-    /// Which of `uids` are bot users (role `bot`).
-    func botUids(among uids: [String]) throws -> Set<String>
     func notifications(for uid: String, after seq: Int64, limit: Int) throws -> [NotificationRecord]
     /// The events `uid` may see after `seq`, oldest first, leaving out those excluded for `session`.
     func events(for uid: String, session: String?, after seq: Int64, limit: Int) throws -> EventPage

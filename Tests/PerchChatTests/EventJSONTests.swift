@@ -123,4 +123,12 @@ import Testing
         #expect(try JSONDecoder().decode(String.self, from: Data(quoted.utf8)) == text)
         #expect(quoted.contains("\\u0007"))
     }
+
+    @Test func deepNestingIsRefusedNotReadUntilTheStackRunsOut() throws {
+        let deep = String(repeating: "[", count: 200_000) + String(repeating: "]", count: 200_000)
+        #expect(throws: JSONReader.Failure.self) { try JSONReader.read(deep) { try $0.value() } }
+        let limit = JSONReader.maximumDepth
+        let deepest = String(repeating: "[", count: limit) + String(repeating: "]", count: limit)
+        #expect(try JSONReader.read(deepest) { try $0.value() } != .null)
+    }
 }

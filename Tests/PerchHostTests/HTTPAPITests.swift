@@ -107,6 +107,10 @@ import Testing
 
     static let malformed: [(name: String, method: String, path: String, body: String?, field: String)] = [
         ("malformed JSON", "POST", "/v3/messages", "{nope", "body"),
+        (
+            "nested too deep", "POST", "/v3/messages",
+            String(repeating: "[", count: 30_000) + String(repeating: "]", count: 30_000), "body"
+        ),
         ("not an object", "POST", "/v3/messages", "[1]", "body"),
         (
             "unknown field", "POST", "/v3/messages",
@@ -149,6 +153,9 @@ import Testing
                 #expect(answer.status == 400, "\(bad.name): \(answer.status)")
                 #expect(answer.errorField == bad.field, "\(bad.name): \(String(decoding: answer.body, as: UTF8.self))")
             }
+            let invalid = try await http.call("POST", "/v3/messages", as: .user("bob"), body: Data([0x7B, 0xFF, 0x7D]))
+            #expect(invalid.status == 400)
+            #expect(invalid.errorField == "body")
             let large = try await http.call("POST", "/v3/messages", as: .user("bob"), body: Data(count: 70 * 1024))
             #expect(large.status == 413)
             #expect(try await http.call("GET", "/v3/nowhere", as: .user("bob")).status == 404)

@@ -14,6 +14,11 @@ public struct JSONReader {
 
     private let bytes: UnsafeBufferPointer<UInt8>
     private var index = 0
+    /// Objects and arrays open around the current byte.
+    private var depth = 0
+    /// The deepest nesting read (as Foundation's `JSONDecoder`): deeper input is refused, never
+    /// read by recursion until the stack runs out.
+    public static let maximumDepth = 512
 
     private init(_ bytes: UnsafeBufferPointer<UInt8>) { self.bytes = bytes }
 
@@ -214,6 +219,9 @@ public struct JSONReader {
         from open: UInt8, to close: UInt8, in container: String, _ item: (inout JSONReader) throws -> Void
     ) throws {
         try expect(open)
+        guard depth < Self.maximumDepth else { throw failure("at most \(Self.maximumDepth) nested objects and arrays") }
+        depth += 1
+        defer { depth -= 1 }
         skipWhitespace()
         if peek == close {
             index += 1

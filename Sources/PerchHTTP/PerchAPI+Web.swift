@@ -61,9 +61,7 @@ extension PerchAPI {
                 }
                 guard web.people.contains(uid) else { throw ChatError(.uidNotFound, ["uid": .string(uid)]) }
                 let user = try await api.service.user(uid)
-                let token = Secrets.newToken()
-                try await api.service.storeToken(hash: Secrets.hash(token), for: uid)
-                let credentials = APIJSON.encode(["uid": uid, "authToken": token])
+                let credentials = try await api.issueToken(for: uid)
                 return .json(200, APIJSON.data(credentials.dropLast() + #","user":\#(APIJSON.encode(user))}"#))
             },
         ]

@@ -243,9 +243,7 @@ extension PerchAPI {
             },
             route("POST", "v3/users/{uid}/auth_tokens", name: "auth_tokens", appOnly: true) { api, request in
                 try request.body().finish()
-                let token = Secrets.newToken()
-                try await api.service.storeToken(hash: Secrets.hash(token), for: request.parameter("uid"))
-                return .json(200, APIJSON.data(APIJSON.encode(["uid": request.parameter("uid"), "authToken": token])))
+                return .json(200, APIJSON.data(try await api.issueToken(for: request.parameter("uid"))))
             },
             route("GET", "v3/users", name: "users.list") { api, request in
                 let users = try await api.service.users(
@@ -304,4 +302,13 @@ extension PerchAPI {
 extension JSONBody {
     /// The whole body as JSON (webhooks take any body).
     var asValue: JSONValue { .object(object) }
+}
+
+extension PerchAPI {
+    /// Mints an auth token for `uid` (only its hash is stored) and answers `{"uid", "authToken"}`.
+    func issueToken(for uid: String) async throws(ChatError) -> String {
+        let token = Secrets.newToken()
+        try await service.storeToken(hash: Secrets.hash(token), for: uid)
+        return APIJSON.encode(["uid": uid, "authToken": token])
+    }
 }

@@ -142,12 +142,6 @@ public final class SQLiteChatStore: ChatStore {
         }
     }
 
-    public func submit<T: Sendable>(_ body: @escaping @Sendable (any ChatWriteTransaction) throws -> T)
-        -> PendingWrite<T>
-    {
-        submit(body, callerGoesOn: false)
-    }
-
     public func submit<T: Sendable>(
         _ body: @escaping @Sendable (any ChatWriteTransaction) throws -> T, callerGoesOn: Bool
     ) -> PendingWrite<T> {

@@ -29,19 +29,20 @@ public final class ChatService: Sendable {
         async throws(ChatError)
         -> T
     {
-        do {
-            return try await store.write(body)
-        } catch {
-            throw wireSafe(error)
-        }
+        try await wireSafely { try await store.write(body) }
     }
 
     /// Runs `body` in a read transaction, with errors made wire-safe.
     func reading<T: Sendable>(_ body: @escaping @Sendable (any ChatReadTransaction) throws -> T) async throws(ChatError)
         -> T
     {
+        try await wireSafely { try await store.read(body) }
+    }
+
+    /// Runs a store call, with errors made wire-safe.
+    func wireSafely<T>(_ call: () async throws -> T) async throws(ChatError) -> T {
         do {
-            return try await store.read(body)
+            return try await call()
         } catch {
             throw wireSafe(error)
         }

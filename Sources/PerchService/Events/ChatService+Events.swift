@@ -8,11 +8,7 @@ extension ChatService {
         async throws(ChatError) -> EventPage
     {
         guard (1...10_000).contains(limit) else { throw .badRequest("limit", "must be 1–10000") }
-        do {
-            return try await store.events(for: uid, session: session, after: seq, limit: limit)
-        } catch {
-            throw wireSafe(error)
-        }
+        return try await wireSafely { try await store.events(for: uid, session: session, after: seq, limit: limit) }
     }
 
     /// Returns once an event after `seq` is committed (or the store closes, or the task is cancelled).

@@ -12,9 +12,8 @@ public protocol ChatStore: Sendable {
     /// Queues `body` for the writer before returning, so bodies submitted one after another commit
     /// in that order; the answer's `value` waits for the commit. Lets a caller go on while its
     /// writes batch (a bot's replies to a run of messages) without giving up their order.
-    func submit<T: Sendable>(_ body: @escaping @Sendable (any ChatWriteTransaction) throws -> T) -> PendingWrite<T>
-    /// `submit`, told whether the caller goes on with more work at once (then the store never
-    /// commits on the caller's thread, so the caller's work and the commit can run side by side).
+    /// `callerGoesOn`: the caller has more work at once, so the store never commits on its thread
+    /// (the caller's work and the commit then run side by side).
     func submit<T: Sendable>(_ body: @escaping @Sendable (any ChatWriteTransaction) throws -> T, callerGoesOn: Bool)
         -> PendingWrite<T>
     func read<T: Sendable>(_ body: @escaping @Sendable (any ChatReadTransaction) throws -> T) async throws -> T
@@ -235,17 +234,18 @@ public struct MediaFile: Sendable, Hashable, Codable {
 }
 
 extension ChatStore {
-    public func submit<T: Sendable>(
-        _ body: @escaping @Sendable (any ChatWriteTransaction) throws -> T, callerGoesOn: Bool
-    ) -> PendingWrite<T> {
-        submit(body)
+    /// ``submit(_:callerGoesOn:)`` for a caller that waits next.
+    public func submit<T: Sendable>(_ body: @escaping @Sendable (any ChatWriteTransaction) throws -> T)
+        -> PendingWrite<T>
+    {
+        submit(body, callerGoesOn: false)
     }
 
     /// A store without ordered queueing runs the body in a task: the order of commits is then not
     /// the order of calls.
-    public func submit<T: Sendable>(_ body: @escaping @Sendable (any ChatWriteTransaction) throws -> T)
-        -> PendingWrite<T>
-    {
+    public func submit<T: Sendable>(
+        _ body: @escaping @Sendable (any ChatWriteTransaction) throws -> T, callerGoesOn: Bool
+    ) -> PendingWrite<T> {
         let pending = PendingWrite<T>()
         Task {
             do {
@@ -258,7 +258,7 @@ extension ChatStore {
     }
 }
 
-/// A write queued with ``ChatStore/submit(_:)``: its result once committed.
+/// A write queued with ``ChatStore/submit(_:callerGoesOn:)``: its result once committed.
 public final class PendingWrite<T: Sendable>: Sendable {
     private let state = Mutex<
         (

@@ -36,8 +36,10 @@ let package = Package(
         .target(name: "PerchConfig", dependencies: ["PerchYAML", "PerchRegex", "PerchChat"]),
         // The chat service: rules applied over a store behind a protocol.
         .target(name: "PerchService", dependencies: ["PerchChat"]),
+        // SQLite's default VFS with each commit's log frames written in one call (C: SQLite's VFS API).
+        .target(name: "CSQLiteVFS", dependencies: ["CSQLite"]),
         // The SQLite store.
-        .target(name: "PerchSQLite", dependencies: ["PerchService", "PerchChat", "CSQLite"]),
+        .target(name: "PerchSQLite", dependencies: ["PerchService", "PerchChat", "CSQLite", "CSQLiteVFS"]),
         // The bot host: YAML bots on the listener events, plugins, the four behaviours.
         .target(
             name: "PerchHost",
@@ -87,7 +89,8 @@ let package = Package(
             resources: [.copy("Fixtures")]
         ),
         .testTarget(
-            name: "PerchServiceTests", dependencies: ["PerchService", "PerchSQLite", "PerchChat", "PerchStoreProbe"]),
+            name: "PerchServiceTests",
+            dependencies: ["PerchService", "PerchSQLite", "PerchChat", "PerchStoreProbe", "CSQLiteVFS"]),
     ],
     swiftLanguageModes: [.v6]
 )

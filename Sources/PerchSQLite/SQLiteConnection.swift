@@ -1,4 +1,5 @@
 import CSQLite
+import CSQLiteVFS
 import Foundation
 
 /// An SQLite failure: the result code and SQLite's message.
@@ -29,16 +30,19 @@ final class SQLiteConnection {
     private var statements: [String: OpaquePointer] = [:]
 
     /// Process-wide settings, applied once before the first connection opens.
-    private static let configured: Void = {
+    private static let configured: Int32 = {
         _ = perch_sqlite_disable_memory_statistics()
+        return perch_vfs_register()
     }()
 
     init(path: String, readOnly: Bool) throws {
-        _ = Self.configured
+        // Every connection of the store opens through the "perch" VFS (commits' log frames written
+        // in one call: Sources/CSQLiteVFS); should it fail to register, through SQLite's default.
+        let vfs = Self.configured == SQLITE_OK ? PERCH_VFS_NAME : nil
         var db: OpaquePointer?
         let flags =
             (readOnly ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE) | SQLITE_OPEN_NOMUTEX
-        let code = sqlite3_open_v2(path, &db, flags, nil)
+        let code = sqlite3_open_v2(path, &db, flags, vfs)
         guard code == SQLITE_OK, let db else {
             let message = db.map { String(cString: sqlite3_errmsg($0)) } ?? "cannot open"
             if let db { sqlite3_close_v2(db) }

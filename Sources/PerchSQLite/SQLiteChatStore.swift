@@ -313,6 +313,8 @@ final class Writer: Sendable {
     private let notifier: EventNotifier
     private let cache: EventCache
     private let memberships: Memberships
+    /// Used by whoever owns the connection, like the connection.
+    private let reference = ReferenceCache()
 
     init(
         connection: ConnectionBox, maximumBatch: Int, notifier: EventNotifier, cache: EventCache,
@@ -353,6 +355,7 @@ final class Writer: Sendable {
                         _ = try? db.run("ROLLBACK TO job")
                         _ = try? db.run("RELEASE job")
                         tx.appended.removeSubrange(appended...)
+                        tx.reference?.forget()
                         outcome.result = .failure(error)
                     }
                 } catch {
@@ -455,7 +458,7 @@ final class Writer: Sendable {
     @discardableResult
     private func commit(_ batch: [Job], mayWait: Bool) -> Bool {
         let db = connection.connection
-        let tx = SQLiteTransaction(db, coder: connection.coder, cache: nil)
+        let tx = SQLiteTransaction(db, coder: connection.coder, cache: nil, reference: reference)
         var commitError: Error?
         if !mayWait {
             db.busyTimeout(milliseconds: 0)
@@ -471,11 +474,13 @@ final class Writer: Sendable {
         do {
             if mayWait { try db.run("BEGIN IMMEDIATE") }
             if let commitError { throw commitError }
+            try reference.check(db)
             for job in batch { job.run(tx) }
             try db.run("COMMIT")
         } catch {
             commitError = error
             try? db.execute("ROLLBACK")
+            reference.forget()
         }
         // In this order: remembered memberships go stale, then the events enter the cache, then
         // they count as committed (readers build pages from memory on that order).

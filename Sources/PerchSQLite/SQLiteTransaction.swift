@@ -15,11 +15,14 @@ final class SQLiteTransaction: ChatWriteTransaction {
     var changedMembers = false
     /// Decoded recent events (read transactions).
     let cache: EventCache?
+    /// The writer's remembered users, groups, members, bans and preferences (write transactions).
+    let reference: ReferenceCache?
 
-    init(_ db: SQLiteConnection, coder: JSONCoder, cache: EventCache?) {
+    init(_ db: SQLiteConnection, coder: JSONCoder, cache: EventCache?, reference: ReferenceCache? = nil) {
         self.db = db
         self.coder = coder
         self.cache = cache
+        self.reference = reference
     }
 
     // MARK: Users
@@ -33,8 +36,13 @@ final class SQLiteTransaction: ChatWriteTransaction {
     }
 
     func user(_ uid: String) throws -> User? {
-        try db.query("SELECT \(Self.userColumns) FROM users WHERE uid = ?", [.text(uid)], row: readUser).first
+        if let known = reference?.users[uid] { return known }
+        let user = try db.query(Self.selectUser, [.text(uid)], row: readUser).first
+        reference?.remember(user, of: uid, in: \.users)
+        return user
     }
+
+    static let selectUser = "SELECT \(userColumns) FROM users WHERE uid = ?"
 
     func users(limit: Int, after uid: String?) throws -> [User] {
         try db.query(
@@ -43,6 +51,7 @@ final class SQLiteTransaction: ChatWriteTransaction {
     }
 
     func insertUser(_ user: User) throws {
+        reference?.forget()
         try db.run(
             "INSERT INTO users (\(Self.userColumns)) VALUES (?, ?, ?, ?, ?, ?)",
             [
@@ -52,6 +61,7 @@ final class SQLiteTransaction: ChatWriteTransaction {
     }
 
     func updateUser(_ user: User) throws {
+        reference?.forget()
         try db.run(
             "UPDATE users SET name = ?, role = ?, metadata = ?, updated_at = ? WHERE uid = ?",
             [
@@ -73,8 +83,13 @@ final class SQLiteTransaction: ChatWriteTransaction {
     }
 
     func group(_ guid: String) throws -> Group? {
-        try db.query("SELECT \(Self.groupColumns) FROM groups WHERE guid = ?", [.text(guid)], row: readGroup).first
+        if let known = reference?.groups[guid] { return known }
+        let group = try db.query(Self.selectGroup, [.text(guid)], row: readGroup).first
+        reference?.remember(group, of: guid, in: \.groups)
+        return group
     }
+
+    static let selectGroup = "SELECT \(groupColumns) FROM groups WHERE guid = ?"
 
     func groups(limit: Int, after guid: String?) throws -> [Group] {
         try db.query(
@@ -83,6 +98,7 @@ final class SQLiteTransaction: ChatWriteTransaction {
     }
 
     func insertGroup(_ group: Group) throws {
+        reference?.forget()
         try db.run(
             "INSERT INTO groups (guid, name, type, owner, metadata, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
             [
@@ -92,6 +108,7 @@ final class SQLiteTransaction: ChatWriteTransaction {
     }
 
     func updateGroup(_ group: Group) throws {
+        reference?.forget()
         try db.run(
             "UPDATE groups SET name = ?, type = ?, owner = ?, metadata = ?, updated_at = ? WHERE guid = ?",
             [
@@ -107,10 +124,14 @@ final class SQLiteTransaction: ChatWriteTransaction {
     }
 
     func member(guid: String, uid: String) throws -> GroupMember? {
-        try db.query(
+        let key = MemberKey(guid: guid, uid: uid)
+        if let known = reference?.members[key] { return known }
+        let member = try db.query(
             "SELECT guid, uid, scope, joined_at FROM members WHERE guid = ? AND uid = ?", [.text(guid), .text(uid)],
             row: readMember
         ).first
+        reference?.remember(member, of: key, in: \.members)
+        return member
     }
 
     func members(guid: String, limit: Int, after uid: String?) throws -> [GroupMember] {
@@ -120,10 +141,14 @@ final class SQLiteTransaction: ChatWriteTransaction {
     }
 
     func memberUids(guid: String) throws -> [String] {
-        try db.query("SELECT uid FROM members WHERE guid = ? ORDER BY uid", [.text(guid)]) { $0.text(0) }
+        if let known = reference?.memberUids[guid] { return known }
+        let uids = try db.query("SELECT uid FROM members WHERE guid = ? ORDER BY uid", [.text(guid)]) { $0.text(0) }
+        reference?.remember(uids, of: guid, in: \.memberUids)
+        return uids
     }
 
     func upsertMember(_ member: GroupMember) throws {
+        reference?.forget()
         try db.run(
             """
             INSERT INTO members (guid, uid, scope, joined_at) VALUES (?, ?, ?, ?)
@@ -134,12 +159,17 @@ final class SQLiteTransaction: ChatWriteTransaction {
     }
 
     func removeMember(guid: String, uid: String) throws {
+        reference?.forget()
         try db.run("DELETE FROM members WHERE guid = ? AND uid = ?", [.text(guid), .text(uid)])
         changedMembers = true
     }
 
     func isBanned(guid: String, uid: String) throws -> Bool {
-        try db.scalar("SELECT 1 FROM bans WHERE guid = ? AND uid = ?", [.text(guid), .text(uid)]) != nil
+        let key = MemberKey(guid: guid, uid: uid)
+        if let known = reference?.bans[key] { return known }
+        let banned = try db.scalar("SELECT 1 FROM bans WHERE guid = ? AND uid = ?", [.text(guid), .text(uid)]) != nil
+        reference?.remember(banned, of: key, in: \.bans)
+        return banned
     }
 
     func bannedUids(guid: String) throws -> [String] {
@@ -147,6 +177,7 @@ final class SQLiteTransaction: ChatWriteTransaction {
     }
 
     func setBanned(guid: String, uid: String, banned: Bool, at time: Int64) throws {
+        reference?.forget()
         if banned {
             try db.run(
                 "INSERT INTO bans (guid, uid, banned_at) VALUES (?, ?, ?) ON CONFLICT DO NOTHING",
@@ -499,6 +530,26 @@ final class SQLiteTransaction: ChatWriteTransaction {
     // MARK: Notifications
 
     func preferences(of uids: [String]) throws -> [String: NotificationPreferences] {
+        guard let reference else { return try storedPreferences(of: uids) }
+        var found: [String: NotificationPreferences] = [:]
+        var missing: [String] = []
+        for uid in uids {
+            switch reference.preferences[uid] {
+            case .some(.some(let preferences)): found[uid] = preferences
+            case .some(.none): break
+            case .none: missing.append(uid)
+            }
+        }
+        guard !missing.isEmpty else { return found }
+        let stored = try storedPreferences(of: missing)
+        for uid in missing {
+            reference.remember(stored[uid], of: uid, in: \.preferences)
+            if let preferences = stored[uid] { found[uid] = preferences }
+        }
+        return found
+    }
+
+    private func storedPreferences(of uids: [String]) throws -> [String: NotificationPreferences] {
         guard !uids.isEmpty else { return [:] }
         // One statement for the whole audience (a 1,000-member group took 1,000 lookups before).
         let list = "[" + uids.map { JSONWriter.quoted($0) }.joined(separator: ",") + "]"
@@ -521,6 +572,7 @@ final class SQLiteTransaction: ChatWriteTransaction {
     }
 
     func setPreferences(_ preferences: NotificationPreferences, for uid: String) throws {
+        reference?.forget()
         try db.run(
             """
             INSERT INTO notification_preferences (uid, preferences) VALUES (?, ?)
@@ -761,5 +813,61 @@ extension SQLiteTransaction {
     /// The groups `uid` is a member of.
     func groups(of uid: String) throws -> Set<String> {
         Set(try db.query("SELECT guid FROM members WHERE uid = ?", [.text(uid)]) { $0.text(0) })
+    }
+}
+
+/// A user in a group: the key of remembered members and bans.
+struct MemberKey: Hashable {
+    var guid: String
+    var uid: String
+}
+
+/// What the writer remembers of the tables every send reads and few writes change (users, groups,
+/// members, bans, notification preferences), found or known missing, so a send runs its inserts
+/// and not five lookups. Used by the connection's owner only (the writer's, which passes between
+/// threads under the writer's lock).
+///
+/// It holds committed rows only and is forgotten whole: before any write to those tables (in this
+/// connection: a rolled-back write is then forgotten too), when a queued write fails or a commit
+/// does (`Writer`), and when another connection has committed since the last batch (a second host,
+/// `perch send --local`: `PRAGMA data_version`, read at the start of each batch).
+final class ReferenceCache: @unchecked Sendable {
+    var users: [String: User?] = [:]
+    var groups: [String: Group?] = [:]
+    var members: [MemberKey: GroupMember?] = [:]
+    var memberUids: [String: [String]] = [:]
+    var bans: [MemberKey: Bool] = [:]
+    var preferences: [String: NotificationPreferences?] = [:]
+    /// Another connection's commits move it (the writer's own do not).
+    var dataVersion: Int64?
+
+    /// Keeps `value`, read in this connection's current transaction; each table keeps up to
+    /// `limit` keys (then starts over).
+    func remember<Key: Hashable, Value>(
+        _ value: Value, of key: Key, in table: ReferenceWritableKeyPath<ReferenceCache, [Key: Value]>
+    ) {
+        if self[keyPath: table].count >= Self.limit { self[keyPath: table].removeAll(keepingCapacity: true) }
+        self[keyPath: table][key] = value
+    }
+
+    static let limit = 16_384
+
+    func forget() {
+        users.removeAll(keepingCapacity: true)
+        groups.removeAll(keepingCapacity: true)
+        members.removeAll(keepingCapacity: true)
+        memberUids.removeAll(keepingCapacity: true)
+        bans.removeAll(keepingCapacity: true)
+        preferences.removeAll(keepingCapacity: true)
+    }
+
+    /// At the start of a batch, inside its transaction: forgets everything if another connection
+    /// committed since the last batch.
+    func check(_ db: SQLiteConnection) throws {
+        let version = try db.scalar("PRAGMA data_version")
+        if version != dataVersion {
+            forget()
+            dataVersion = version
+        }
     }
 }

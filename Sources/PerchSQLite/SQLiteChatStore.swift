@@ -38,7 +38,11 @@ public final class SQLiteChatStore: ChatStore {
     /// Opens (creating when absent) the database at `path`.
     /// - Throws: ``StoreOpenError`` for a newer schema, a file that is not a Perch database, or a
     ///   damaged file; the file is never modified in those cases.
-    public init(path: String, synchronous: Synchronous = .normal, maximumBatch: Int = 512) throws {
+    /// `checkpointFrames`: log frames not yet copied back after which a checkpoint runs (SQLite's
+    /// own automatic checkpoint size; tests make it small).
+    public init(
+        path: String, synchronous: Synchronous = .normal, maximumBatch: Int = 512, checkpointFrames: Int32 = 1000
+    ) throws {
         self.path = path
         let connection: SQLiteConnection
         do {
@@ -63,7 +67,7 @@ public final class SQLiteChatStore: ChatStore {
         }
         // Checkpoints (and their fsync) run on their own thread and connection, not in a commit.
         try connection.execute("PRAGMA wal_autocheckpoint = 0")
-        checkpointer = try Checkpointer(path: path, synchronous: synchronous)
+        checkpointer = try Checkpointer(path: path, synchronous: synchronous, threshold: checkpointFrames)
         checkpointer.watch(connection)
         let timer = DispatchSource.makeTimerSource(queue: .global())
         timer.schedule(deadline: .now() + .milliseconds(250), repeating: .milliseconds(250), leeway: .milliseconds(25))
@@ -72,7 +76,7 @@ public final class SQLiteChatStore: ChatStore {
         notifier.advance(to: latest)
         writer = Writer(
             connection: ConnectionBox(connection: connection), maximumBatch: maximumBatch, notifier: notifier,
-            cache: cache, memberships: memberships)
+            cache: cache, memberships: memberships, checkpointer: checkpointer)
         readerPath = path
         readers = Mutex([])
         // Each tick looks for events other processes committed (pages come from memory while
@@ -315,11 +319,13 @@ final class Writer: Sendable {
     private let memberships: Memberships
     /// Used by whoever owns the connection, like the connection.
     private let reference = ReferenceCache()
+    private let checkpointer: Checkpointer
 
     init(
         connection: ConnectionBox, maximumBatch: Int, notifier: EventNotifier, cache: EventCache,
-        memberships: Memberships
+        memberships: Memberships, checkpointer: Checkpointer
     ) {
+        self.checkpointer = checkpointer
         state = Mutex((jobs: [], closed: false, owner: .none))
         self.maximumBatch = maximumBatch
         self.connection = connection
@@ -458,6 +464,7 @@ final class Writer: Sendable {
     @discardableResult
     private func commit(_ batch: [Job], mayWait: Bool) -> Bool {
         let db = connection.connection
+        checkpointer.catchUpIfDue(db)
         let tx = SQLiteTransaction(db, coder: connection.coder, cache: nil, reference: reference)
         var commitError: Error?
         if !mayWait {
@@ -627,14 +634,21 @@ final class Memberships: Sendable {
     }
 }
 
-/// Copies the write-ahead log back into the database on its own thread and connection, so no
-/// commit waits for a checkpoint's fsync. The writer's connection reports the log's size after
+/// Copies the write-ahead log back into the database on its own thread and connection, so commits
+/// rarely wait for a checkpoint's fsync. The writer's connection reports the log's size after
 /// each commit (`sqlite3_wal_hook`); past `threshold` frames (SQLite's own automatic checkpoint
 /// size) not yet copied back, this thread runs a PASSIVE checkpoint, which never blocks the writer
-/// or readers, and the next commit reuses the log from its start when no reader still needs it.
-/// Until then the log keeps growing past the threshold, so what counts is the frames written since
-/// the last checkpoint copied, not the log's length: otherwise every commit would ask for another
-/// checkpoint (two fsyncs) while readers hold the log. One last checkpoint runs at close.
+/// or readers. What counts is the frames written since the last checkpoint copied, not the log's
+/// length: otherwise every commit would ask for another checkpoint (two fsyncs) while readers hold
+/// the log.
+///
+/// SQLite starts the log over only when a write transaction begins with every frame copied back,
+/// which a checkpoint on another thread never achieves under steady load (commits land while it
+/// copies): the log grew without end (240 MB in 6,000 round trips), and each commit then extended
+/// the file. So once the log is `restartFactor` thresholds long, the writer copies back the few
+/// frames left itself, between two batches (`catchUpIfDue`), and its next transaction starts the
+/// log over when no reader still reads from it; if one does, it tries again a quarter threshold
+/// later. One last checkpoint runs at close.
 final class Checkpointer: Sendable {
     private struct State {
         var closed = false
@@ -650,6 +664,9 @@ final class Checkpointer: Sendable {
         /// frames of the old log as copied.
         var generation = 0
         var checkpoints = 0
+        /// The log's length when the writer last copied back the rest itself.
+        var caughtUp: Int32 = 0
+        var catchUps = 0
     }
 
     private let wake = DispatchSemaphore(value: 0)
@@ -706,6 +723,7 @@ final class Checkpointer: Sendable {
                 state.generation += 1
                 state.copied = 0
                 state.asked = 0
+                state.caughtUp = 0
             }
             state.frames = frames
             guard !state.closed, !state.pending, frames - state.copied >= threshold,
@@ -720,6 +738,33 @@ final class Checkpointer: Sendable {
 
     /// How many checkpoints have run (tests).
     var checkpoints: Int { state.withLock { $0.checkpoints } }
+
+    /// How long the log may grow, in thresholds, before the writer copies back the rest itself.
+    static let restartFactor: Int32 = 4
+
+    /// Run by the writer on its connection before a batch (outside a transaction): when the log is
+    /// long, copies back what is left (a PASSIVE checkpoint: the writer's batch waits for it, a
+    /// reader never does), so the batch's transaction can start the log over.
+    func catchUpIfDue(_ connection: SQLiteConnection) {
+        let due = state.withLock { state -> Int? in
+            guard !state.closed, state.frames >= threshold * Self.restartFactor,
+                state.frames - state.caughtUp >= threshold / 4
+            else { return nil }
+            state.caughtUp = state.frames
+            state.catchUps += 1
+            return state.generation
+        }
+        guard let generation = due else { return }
+        var log: Int32 = 0
+        var copied: Int32 = 0
+        let status = sqlite3_wal_checkpoint_v2(connection.handle, nil, SQLITE_CHECKPOINT_PASSIVE, &log, &copied)
+        state.withLock { state in
+            if status == SQLITE_OK && state.generation == generation { state.copied = max(state.copied, copied) }
+        }
+    }
+
+    /// How often the writer copied back the rest itself (tests).
+    var catchUps: Int { state.withLock { $0.catchUps } }
 
     func close() {
         let first = state.withLock { state -> Bool in

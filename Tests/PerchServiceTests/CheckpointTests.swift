@@ -1,5 +1,7 @@
 import CSQLite
 import Foundation
+import PerchChat
+import PerchService
 import Testing
 
 @testable import PerchSQLite
@@ -45,6 +47,43 @@ import Testing
         try await waitUntil { checkpointer.checkpoints > held }
         checkpointer.close()
         #expect(try writer.scalar("SELECT count(*) FROM t") == 805)
+    }
+
+    /// Under steady load a checkpoint on another thread never finds every frame copied (commits land
+    /// while it copies), and SQLite starts the log over only then: without the writer's catch-up the
+    /// log grew by every commit, without end.
+    @Test func theLogStartsOverUnderSteadyLoad() async throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("perch-ckpt-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let path = directory.appendingPathComponent("perch.sqlite").path
+        let store = try SQLiteChatStore(path: path, checkpointFrames: 100)
+        let service = ChatService(store: store)
+        _ = try await service.createUser(uid: "a", name: "A")
+        _ = try await service.createGroup(guid: "g", name: "G", owner: "a")
+        // Two senders back to back: the writer is never idle long enough for the log to drain.
+        let padding = String(repeating: "x", count: 2_000)
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for lane in 0..<2 {
+                group.addTask {
+                    for index in 0..<600 {
+                        let draft = MessageDraft(to: .group("g"), text: "\(lane) \(index) \(padding)")
+                        _ = try await service.send(draft, as: "a")
+                    }
+                }
+            }
+            try await group.waitForAll()
+        }
+        // A frame is a page, 4 KiB, and its 24-byte header. The file keeps its longest length (a
+        // log that starts over is overwritten from its start). 1,200 sends wrote about 9,000
+        // frames, all of which stayed in the log before the catch-up; with it, the log starts over
+        // once it is 4 thresholds long, or a few quarter thresholds later when a checkpoint
+        // was running.
+        let frames = (try FileManager.default.attributesOfItem(atPath: path + "-wal")[.size] as? Int ?? 0) / 4_120
+        #expect(frames < 3_000)
+        let newest = try await service.fetchPrevious(MessagesRequest(guid: "g", limit: 1), as: "a")
+        #expect(newest.messages.first?.text?.contains(" 599 ") == true)
+        await store.close()
     }
 
     private func waitUntil(_ condition: () -> Bool) async throws {

@@ -320,6 +320,9 @@ final class Writer: Sendable {
     /// Used by whoever owns the connection, like the connection.
     private let reference = ReferenceCache()
     private let checkpointer: Checkpointer
+    /// Resumes the callers of the writer thread's batches, in commit order, on another core: the
+    /// writer goes on to the next batch meanwhile.
+    private let completions = DispatchQueue(label: "perch-sqlite-completions", qos: .userInitiated)
 
     init(
         connection: ConnectionBox, maximumBatch: Int, notifier: EventNotifier, cache: EventCache,
@@ -448,6 +451,8 @@ final class Writer: Sendable {
                 }
                 if batch.isEmpty {
                     if closed {
+                        // Every caller is resumed before `close` returns.
+                        completions.sync {}
                         done.signal()
                         return
                     }
@@ -458,7 +463,8 @@ final class Writer: Sendable {
         }
     }
 
-    /// One transaction for `batch`; then every continuation, the event cache and the notifier.
+    /// One transaction for `batch`; then the event cache, the notifier and every continuation (the
+    /// writer thread's on the completions queue, a caller's own commit on its thread).
     /// Without `mayWait`, returns false (and runs nothing) when another connection holds the write
     /// lock, instead of waiting in SQLite's busy handler.
     @discardableResult
@@ -495,8 +501,13 @@ final class Writer: Sendable {
             if tx.changedMembers { memberships.invalidate() }
             cache.insert(tx.appended)
         }
-        for job in batch { job.finish(commitError) }
         if commitError == nil, tx.lastEventSequence > 0 { notifier.advance(to: tx.lastEventSequence) }
+        if mayWait {
+            let failure = commitError
+            completions.async { for job in batch { job.finish(failure) } }
+        } else {
+            for job in batch { job.finish(commitError) }
+        }
         return true
     }
 }

@@ -169,13 +169,16 @@ public final class PerchAPI: Sendable {
         }
         let seconds = Double(DispatchTime.now().uptimeNanoseconds - started) / 1e9
         metrics.increment("perch_http_requests_total", ["route": routeName, "status": String(response.status)])
-        for bucket in [0.001, 0.005, 0.025, 0.1, 0.5, 2.5] where seconds <= bucket {
-            metrics.increment("perch_http_request_duration_seconds_bucket", ["route": routeName, "le": String(bucket)])
+        for (bucket, label) in Self.durationBuckets where seconds <= bucket {
+            metrics.increment("perch_http_request_duration_seconds_bucket", ["route": routeName, "le": label])
         }
         metrics.increment("perch_http_request_duration_seconds_count", ["route": routeName])
         metrics.increment("perch_http_request_duration_seconds_sum", ["route": routeName], by: seconds)
         return response
     }
+
+    /// The request-duration histogram's bounds, in seconds, with their labels.
+    static let durationBuckets = [0.001, 0.005, 0.025, 0.1, 0.5, 2.5].map { ($0, String($0)) }
 
     /// Counts a message send against the caller's minute.
     /// - Throws: `ERR_TOO_MANY_REQUESTS {retryAfter}` past `limits.messagesPerMinute`.

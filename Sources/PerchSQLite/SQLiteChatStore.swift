@@ -320,9 +320,11 @@ final class Writer: Sendable {
     /// Used by whoever owns the connection, like the connection.
     private let reference = ReferenceCache()
     private let checkpointer: Checkpointer
-    /// Resumes the callers of the writer thread's batches, in commit order, on another core: the
-    /// writer goes on to the next batch meanwhile.
+    /// Resumes the callers of the writer thread's large batches, in commit order, on another core:
+    /// the writer goes on to the next batch meanwhile. A small batch resumes its few callers on the
+    /// writer (a hand-off would cost them one more thread wake than it saves the writer).
     private let completions = DispatchQueue(label: "perch-sqlite-completions", qos: .userInitiated)
+    static let handedOffBatch = 8
 
     init(
         connection: ConnectionBox, maximumBatch: Int, notifier: EventNotifier, cache: EventCache,
@@ -502,7 +504,7 @@ final class Writer: Sendable {
             cache.insert(tx.appended)
         }
         if commitError == nil, tx.lastEventSequence > 0 { notifier.advance(to: tx.lastEventSequence) }
-        if mayWait {
+        if mayWait && batch.count >= Self.handedOffBatch {
             let failure = commitError
             completions.async { for job in batch { job.finish(failure) } }
         } else {

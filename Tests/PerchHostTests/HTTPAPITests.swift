@@ -223,10 +223,10 @@ import Testing
             }
             #expect(statuses.count == 1000)
             #expect(statuses.allSatisfy { $0 == 200 })
-            let metrics = try await http.call("GET", "/metrics", as: .nobody)
-            #expect(
-                String(decoding: metrics.body, as: UTF8.self).contains(
-                    "perch_http_requests_total{route=\"messages.send\",status=\"200\"} 250"))
+            let metrics = String(decoding: try await http.call("GET", "/metrics", as: .nobody).body, as: UTF8.self)
+            #expect(metrics.contains("perch_http_requests_total{route=\"messages.send\",status=\"200\"} 250"))
+            #expect(metrics.contains("perch_http_request_duration_seconds_count{route=\"messages.send\"} 250"))
+            #expect(metrics.contains("perch_http_request_duration_seconds_bucket{le=\"2.5\",route=\"messages.send\"} "))
         }
     }
 }

@@ -166,8 +166,20 @@ public final class HostMetrics: Sendable {
             key += "\"}"
             return key
         }
-        let rendered = labels.sorted { $0.key < $1.key }.map { "\($0.key)=\"\($0.value)\"" }.joined(separator: ",")
-        return "\(name){\(rendered)}"
+        // Several labels (HTTP requests: route and status, several times each): sorted by name,
+        // written into one string.
+        var key = name
+        key.reserveCapacity(name.utf8.count + labels.reduce(2) { $0 + $1.key.utf8.count + $1.value.utf8.count + 4 })
+        key += "{"
+        for (index, label) in labels.sorted(by: { $0.key < $1.key }).enumerated() {
+            if index > 0 { key += "," }
+            key += label.key
+            key += "=\""
+            key += label.value
+            key += "\""
+        }
+        key += "}"
+        return key
     }
 
     public func increment(_ name: String, _ labels: [String: String] = [:], by amount: Double = 1) {

@@ -15,6 +15,8 @@ public final class PerchAPI: Sendable {
     let host: BotHost?
     let apiKey: String?
     let metrics: HostMetrics
+    /// Each route's request counters, made at its first request.
+    private let routeMetrics = Mutex<[String: RouteMetrics]>([:])
     let media: MediaSettings?
     let web: WebSettings?
     /// The largest JSON body; media uploads have their own limit.
@@ -168,17 +170,15 @@ public final class PerchAPI: Sendable {
             response = .json(500, APIJSON.error(service.wireSafeError(error)))
         }
         let seconds = Double(DispatchTime.now().uptimeNanoseconds - started) / 1e9
-        metrics.increment("perch_http_requests_total", ["route": routeName, "status": String(response.status)])
-        for (bucket, label) in Self.durationBuckets where seconds <= bucket {
-            metrics.increment("perch_http_request_duration_seconds_bucket", ["route": routeName, "le": label])
+        let counters = routeMetrics.withLock { known in
+            if let counters = known[routeName] { return counters }
+            let counters = RouteMetrics(metrics, route: routeName)
+            known[routeName] = counters
+            return counters
         }
-        metrics.increment("perch_http_request_duration_seconds_count", ["route": routeName])
-        metrics.increment("perch_http_request_duration_seconds_sum", ["route": routeName], by: seconds)
+        counters.record(status: response.status, seconds: seconds)
         return response
     }
-
-    /// The request-duration histogram's bounds, in seconds, with their labels.
-    static let durationBuckets = [0.001, 0.005, 0.025, 0.1, 0.5, 2.5].map { ($0, String($0)) }
 
     /// Counts a message send against the caller's minute.
     /// - Throws: `ERR_TOO_MANY_REQUESTS {retryAfter}` past `limits.messagesPerMinute`.
@@ -313,5 +313,41 @@ extension PerchAPI {
         let token = Secrets.newToken()
         try await service.storeToken(hash: Secrets.hash(token), for: uid)
         return APIJSON.encode(["uid": uid, "authToken": token])
+    }
+}
+
+/// One route's series: requests by status, and the request-duration histogram.
+final class RouteMetrics: Sendable {
+    /// The histogram's bounds, in seconds.
+    static let bounds = [0.001, 0.005, 0.025, 0.1, 0.5, 2.5]
+
+    private let metrics: HostMetrics
+    private let route: String
+    private let buckets: [HostMetrics.Counter]
+    private let count: HostMetrics.Counter
+    private let sum: HostMetrics.Counter
+    private let statuses = Mutex<[Int: HostMetrics.Counter]>([:])
+
+    init(_ metrics: HostMetrics, route: String) {
+        self.metrics = metrics
+        self.route = route
+        buckets = Self.bounds.map {
+            metrics.counter("perch_http_request_duration_seconds_bucket", ["route": route, "le": String($0)])
+        }
+        count = metrics.counter("perch_http_request_duration_seconds_count", ["route": route])
+        sum = metrics.counter("perch_http_request_duration_seconds_sum", ["route": route])
+    }
+
+    func record(status: Int, seconds: Double) {
+        let requests = statuses.withLock { statuses in
+            if let counter = statuses[status] { return counter }
+            let counter = metrics.counter("perch_http_requests_total", ["route": route, "status": String(status)])
+            statuses[status] = counter
+            return counter
+        }
+        requests.add()
+        for (bound, bucket) in zip(Self.bounds, buckets) where seconds <= bound { bucket.add() }
+        count.add()
+        sum.add(seconds)
     }
 }

@@ -15,6 +15,8 @@ final class ActionRuntime: Sendable {
     let burst: Int
     let now: @Sendable () -> Double
     let outbound: (@Sendable (String, Message) -> Void)?
+    /// `perch_actions_total{action="send"}` of this bot (every reply adds to it).
+    private let sends: HostMetrics.Counter
 
     init(
         service: ChatService, bus: HostEventBus, metrics: HostMetrics, botName: String, perMinute: Int, burst: Int,
@@ -26,6 +28,7 @@ final class ActionRuntime: Sendable {
         self.bus = bus
         self.metrics = metrics
         self.botName = botName
+        sends = metrics.counter("perch_actions_total", ["bot": botName, "action": "send"])
         self.botLimiter = TokenBucket(perMinute: perMinute, burst: burst)
         self.conversationLimiters = Mutex([:])
         self.perConversationPerMinute = perConversationPerMinute
@@ -82,7 +85,7 @@ final class ActionRuntime: Sendable {
     }
 
     private func delivered(_ sent: Message) {
-        metrics.increment("perch_actions_total", ["bot": botName, "action": "send"])
+        sends.add()
         outbound?(botName, sent)
     }
 
@@ -148,26 +151,37 @@ final class TokenBucket: Sendable {
 }
 
 /// Counters and gauges for `/metrics`, by name and labels.
+///
+/// A hot path asks once for a ``Counter`` (its name and labels rendered then) and adds to it with
+/// one uncontended lock; `increment` by name and labels renders and looks up the key each time
+/// (for rare events).
 public final class HostMetrics: Sendable {
-    private let values = Mutex<[String: Double]>([:])
+    /// One series: a value behind its own lock.
+    public final class Counter: Sendable {
+        private let value = Mutex<Double>(0)
+
+        public func add(_ amount: Double = 1) { value.withLock { $0 += amount } }
+        func set(_ amount: Double) { value.withLock { $0 = amount } }
+        var current: Double { value.withLock { $0 } }
+    }
+
+    private let series = Mutex<[String: Counter]>([:])
 
     public init() {}
 
+    /// The series `name{labels}`, created at zero.
+    public func counter(_ name: String, _ labels: [String: String] = [:]) -> Counter {
+        let key = Self.key(name, labels)
+        return series.withLock { series in
+            if let counter = series[key] { return counter }
+            let counter = Counter()
+            series[key] = counter
+            return counter
+        }
+    }
+
     static func key(_ name: String, _ labels: [String: String]) -> String {
         guard !labels.isEmpty else { return name }
-        if labels.count == 1, let (label, value) = labels.first {
-            // The common case (a bot's counters, once per event): no sorting, one string.
-            var key = name
-            key.reserveCapacity(name.utf8.count + label.utf8.count + value.utf8.count + 5)
-            key += "{"
-            key += label
-            key += "=\""
-            key += value
-            key += "\"}"
-            return key
-        }
-        // Several labels (HTTP requests: route and status, several times each): sorted by name,
-        // written into one string.
         var key = name
         key.reserveCapacity(name.utf8.count + labels.reduce(2) { $0 + $1.key.utf8.count + $1.value.utf8.count + 4 })
         key += "{"
@@ -183,22 +197,21 @@ public final class HostMetrics: Sendable {
     }
 
     public func increment(_ name: String, _ labels: [String: String] = [:], by amount: Double = 1) {
-        values.withLock { $0[Self.key(name, labels), default: 0] += amount }
+        counter(name, labels).add(amount)
     }
 
     public func set(_ name: String, _ labels: [String: String] = [:], to value: Double) {
-        values.withLock { $0[Self.key(name, labels)] = value }
+        counter(name, labels).set(value)
     }
 
     public func value(_ name: String, _ labels: [String: String] = [:]) -> Double {
-        values.withLock { $0[Self.key(name, labels)] ?? 0 }
+        series.withLock { $0[Self.key(name, labels)] }?.current ?? 0
     }
 
     /// Every value, in Prometheus text format.
     public var prometheusText: String {
-        values.withLock { values in
-            values.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: "\n")
-        }
+        series.withLock { series in series.sorted { $0.key < $1.key } }.map { "\($0.key) \($0.value.current)" }
+            .joined(separator: "\n")
     }
 }
 

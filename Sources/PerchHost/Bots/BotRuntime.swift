@@ -17,6 +17,8 @@ final class BotRuntime: Sendable {
     let runtime: ActionRuntime
     let metrics: HostMetrics
     let maximumHops: Int
+    /// `perch_events_dispatched_total` of this bot (every event it hears adds to it).
+    private let dispatched: HostMetrics.Counter
 
     init(
         bot: CompiledBot, service: ChatService, matcher: WordListMatcher, matchCache: MatchCache, strings: StringTable,
@@ -31,6 +33,7 @@ final class BotRuntime: Sendable {
         self.runtime = runtime
         self.metrics = metrics
         self.maximumHops = maximumHops
+        dispatched = metrics.counter("perch_events_dispatched_total", ["bot": bot.identity.name])
     }
 
     var identity: BotIdentity { bot.identity }
@@ -192,7 +195,7 @@ final class BotRuntime: Sendable {
     /// awaits the pipeline before it moves the bot's cursor.
     func handle(_ event: ChatEvent, pipeline: SendPipeline? = nil) async {
         guard hears(event) else { return }
-        metrics.increment("perch_events_dispatched_total", ["bot": identity.name])
+        dispatched.add()
         // The store is read only for what the rules' conditions need; the rest is read once a
         // rule fires or a plugin listens (most events of a busy room do neither).
         var facts = localFacts(for: event)

@@ -113,20 +113,51 @@ public final class HTTPServer: Sendable {
 
     deinit { stop() }
 
-    /// Runs the async handler for a complete request on the connection's thread.
+    /// Runs the async handler for a complete request on the connection's thread: its task prefers
+    /// an executor that runs its jobs right here, so a request crosses no thread unless it awaits
+    /// another's work (an actor, a queued commit), and then comes back in one wake.
     func respond(to request: HTTPRequest) -> HTTPResponse {
         let result = Mutex<HTTPResponse?>(nil)
-        let done = DispatchSemaphore(value: 0)
+        let executor = ConnectionExecutor()
         let handler = self.handler
-        // High priority: a connection thread is blocked until this task answers, while bots and
-        // live streams share the same few pool threads.
-        Task(priority: .high) {
+        Task(executorPreference: executor, priority: .high) {
             let response = await handler(request)
             result.withLock { $0 = response }
-            done.signal()
+            executor.finish()
         }
-        done.wait()
+        executor.run()
         return result.withLock { $0 } ?? .json(500, #"{"error":{"code":"ERR_INTERNAL","message":"no response"}}"#)
+    }
+}
+
+/// Runs a request's jobs on the connection's thread, which waits in `run` until the handler is
+/// done (the thread is the connection's, blocked for the request either way).
+final class ConnectionExecutor: TaskExecutor, @unchecked Sendable {
+    private let state = Mutex<(jobs: [UnownedJob], finished: Bool)>(([], false))
+    private let wake = DispatchSemaphore(value: 0)
+
+    func enqueue(_ job: consuming ExecutorJob) {
+        let job = UnownedJob(job)
+        state.withLock { $0.jobs.append(job) }
+        wake.signal()
+    }
+
+    /// The handler answered: `run` returns once no job is left.
+    func finish() {
+        state.withLock { $0.finished = true }
+        wake.signal()
+    }
+
+    func run() {
+        while true {
+            let (jobs, finished) = state.withLock { state in
+                defer { state.jobs.removeAll(keepingCapacity: true) }
+                return (state.jobs, state.finished)
+            }
+            for job in jobs { job.runSynchronously(on: asUnownedTaskExecutor()) }
+            if finished && jobs.isEmpty { return }
+            if jobs.isEmpty { wake.wait() }
+        }
     }
 }
 

@@ -22,11 +22,11 @@ import Testing
 
     /// A writer through the "perch" VFS, in WAL mode, with a table and three indexes (a row changes
     /// four pages, as a message changes its table and indexes).
-    private func openWriter() throws -> SQLiteConnection {
+    private func openWriter(synchronous: String = "NORMAL") throws -> SQLiteConnection {
         let writer = try SQLiteConnection(path: path, readOnly: false)
         try writer.execute(
             """
-            PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL;
+            PRAGMA journal_mode = WAL; PRAGMA synchronous = \(synchronous);
             CREATE TABLE IF NOT EXISTS t (id INTEGER PRIMARY KEY, a TEXT, b TEXT, c TEXT);
             CREATE INDEX IF NOT EXISTS t_a ON t (a); CREATE INDEX IF NOT EXISTS t_b ON t (b);
             CREATE INDEX IF NOT EXISTS t_c ON t (c);
@@ -58,9 +58,11 @@ import Testing
         return String(cString: text)
     }
 
-    @Test func aCommitIsOneWriteAndIsInTheFileWhenItReturns() throws {
+    /// With `synchronous = FULL` SQLite syncs the log at each commit: the frames are written first.
+    @Test(arguments: ["NORMAL", "FULL"])
+    func aCommitIsOneWriteAndIsInTheFileWhenItReturns(synchronous: String) throws {
         defer { cleanUp() }
-        let writer = try openWriter()
+        let writer = try openWriter(synchronous: synchronous)
         try writer.execute("INSERT INTO t (a, b, c) VALUES ('warm', 'up', 'row')")
         for round in 1...20 {
             let before = logWrites(writer)

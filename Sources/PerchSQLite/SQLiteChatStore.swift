@@ -679,7 +679,6 @@ final class Checkpointer: Sendable {
         var checkpoints = 0
         /// The log's length when the writer last copied back the rest itself.
         var caughtUp: Int32 = 0
-        var catchUps = 0
     }
 
     private let wake = DispatchSemaphore(value: 0)
@@ -764,7 +763,6 @@ final class Checkpointer: Sendable {
                 state.frames - state.caughtUp >= threshold / 4
             else { return nil }
             state.caughtUp = state.frames
-            state.catchUps += 1
             return state.generation
         }
         guard let generation = due else { return }
@@ -775,9 +773,6 @@ final class Checkpointer: Sendable {
             if status == SQLITE_OK && state.generation == generation { state.copied = max(state.copied, copied) }
         }
     }
-
-    /// How often the writer copied back the rest itself (tests).
-    var catchUps: Int { state.withLock { $0.catchUps } }
 
     func close() {
         let first = state.withLock { state -> Bool in

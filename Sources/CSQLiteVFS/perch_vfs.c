@@ -3,17 +3,21 @@
 //
 // SQLite writes each WAL frame as two writes, its 24-byte header and its page, so a commit that
 // changes eight pages costs sixteen system calls, each straddling two file pages (frames are
-// 4,120 bytes). Here a WAL file's contiguous writes collect in a buffer, which goes to the file:
+// 4,120 bytes). Here the writes that extend a log collect in a buffer, which goes to the file:
 //   - right after the page of a commit frame (its header carries the database size, bytes 4..7),
 //     inside that xWrite, so a failure fails the commit exactly as an unbuffered write would, and
-//     the commit returns only after its bytes are in the file (a kill -9 loses nothing acknowledged);
-//   - before anything else touches the log: a read of buffered bytes, a sync, the size, a truncate, a file control,
-//     closing it, a write that does not extend the buffer, and the database's xShmBarrier (which
-//     SQLite calls before it publishes a new log header to readers). Readers see a commit only
-//     through that header, so they never look for frames still in the buffer.
-// Frames of an uncommitted transaction may sit in the buffer; they are not part of the database
-// until their commit frame, exactly as frames in the file would not be.
-// Every other file, and every other method, goes straight to the default VFS.
+//     the commit returns only after its bytes are in the file (a kill -9 loses nothing
+//     acknowledged);
+//   - before anything else touches the log: a read of buffered bytes, a sync, the size, a
+//     truncate, a file control, closing it, a write that does not extend the buffer, and the
+//     database's xShmBarrier (which SQLite calls before it publishes a new log header to readers).
+//     Readers see a commit only through that header, so they never look for frames still in the
+//     buffer.
+// A write to bytes the log already holds (SQLite rewrites the headers of a transaction's frames
+// after its commit frame when that transaction overwrote a spilled frame) goes straight to the
+// file, so its failure fails the commit too. Frames of an uncommitted transaction may sit in the
+// buffer; they are not part of the database until their commit frame, exactly as frames in the
+// file would not be. Every other file, and every other method, goes straight to the default VFS.
 
 #include "perch_vfs.h"
 
@@ -36,8 +40,10 @@ struct PerchFile {
     int length;
     sqlite3_int64 start;
     int commitPage;         // a log: the next write is the page of a commit frame
+    sqlite3_int64 end;      // a log: the end of what this handle wrote to the current log
     long long issued;       // a log: writes made to the file, and writes SQLite asked for
     long long requested;
+    long long rewrites;     // a log: writes to bytes already in the file, written through
 };
 
 static sqlite3_vfs *realVfs;
@@ -86,16 +92,29 @@ static int perchWrite(sqlite3_file *file, const void *data, int amount, sqlite3_
         const unsigned char *header = data;
         p->commitPage = (header[4] | header[5] | header[6] | header[7]) != 0;
     }
-    int rc = SQLITE_OK;
+    // The log's 32-byte header at its start: SQLite starts the log over.
+    if (offset == 0 && amount == 32) p->end = 0;
     if (p->length > 0 && offset >= p->start && offset + amount <= p->start + p->length) {
-        // Rewrites bytes still in the buffer (SQLite rewrites a frame of the open transaction).
+        // Rewrites bytes still in the buffer (a frame of the open transaction).
         memcpy(p->buffer + (offset - p->start), data, (size_t)amount);
-    } else if (p->length > 0 && offset == p->start + p->length && p->length + amount <= BUFFER_CAPACITY) {
+        return commit ? flush(p) : SQLITE_OK;
+    }
+    int rc = SQLITE_OK;
+    if (offset < p->end) {
+        // Rewrites bytes already in the file: written through, its failure reported here.
+        rc = flush(p);
+        if (rc != SQLITE_OK) return rc;
+        if (offset + amount > p->end) p->end = offset + amount;
+        p->rewrites += 1;
+        return realWrite(p, data, amount, offset);
+    }
+    if (p->length > 0 && offset == p->start + p->length && p->length + amount <= BUFFER_CAPACITY) {
         memcpy(p->buffer + p->length, data, (size_t)amount);
         p->length += amount;
     } else {
         rc = flush(p);
         if (rc != SQLITE_OK) return rc;
+        p->end = offset + amount;
         if (amount > BUFFER_CAPACITY) return realWrite(p, data, amount, offset);
         if (!p->buffer) {
             p->buffer = sqlite3_malloc(BUFFER_CAPACITY);
@@ -105,6 +124,7 @@ static int perchWrite(sqlite3_file *file, const void *data, int amount, sqlite3_
         p->start = offset;
         p->length = amount;
     }
+    if (p->start + p->length > p->end) p->end = p->start + p->length;
     return commit ? flush(p) : SQLITE_OK;
 }
 
@@ -112,6 +132,7 @@ static int perchTruncate(sqlite3_file *file, sqlite3_int64 size) {
     PerchFile *p = (PerchFile *)file;
     int rc = flush(p);
     if (rc != SQLITE_OK) return rc;
+    if (p->end > size) p->end = size;
     return p->real->pMethods->xTruncate(p->real, size);
 }
 
@@ -352,12 +373,13 @@ int perch_vfs_register(void) {
     return registered;
 }
 
-int perch_vfs_log_writes(sqlite3 *db, long long *issued, long long *requested) {
+int perch_vfs_log_writes(sqlite3 *db, long long *issued, long long *requested, long long *rewrites) {
     sqlite3_file *log = NULL;
     int rc = sqlite3_file_control(db, "main", SQLITE_FCNTL_JOURNAL_POINTER, &log);
     if (rc != SQLITE_OK) return rc;
     if (!log || log->pMethods != &perchMethods || !((PerchFile *)log)->isWal) return SQLITE_NOTFOUND;
     *issued = ((PerchFile *)log)->issued;
     *requested = ((PerchFile *)log)->requested;
+    *rewrites = ((PerchFile *)log)->rewrites;
     return SQLITE_OK;
 }

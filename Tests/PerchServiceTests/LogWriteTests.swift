@@ -34,12 +34,14 @@ import Testing
         return writer
     }
 
-    /// The writes made to the writer's log, and the writes SQLite asked for.
-    private func logWrites(_ connection: SQLiteConnection) -> (issued: Int64, requested: Int64) {
+    /// The writes made to the writer's log, the writes SQLite asked for, and the rewrites of bytes
+    /// already in the file (written through).
+    private func logWrites(_ connection: SQLiteConnection) -> (issued: Int64, requested: Int64, rewrites: Int64) {
         var issued: Int64 = 0
         var requested: Int64 = 0
-        #expect(perch_vfs_log_writes(connection.handle, &issued, &requested) == SQLITE_OK)
-        return (issued, requested)
+        var rewrites: Int64 = 0
+        #expect(perch_vfs_log_writes(connection.handle, &issued, &requested, &rewrites) == SQLITE_OK)
+        return (issued, requested, rewrites)
     }
 
     /// `sql`'s first column as text, read by a connection on SQLite's default VFS (not "perch").
@@ -99,8 +101,10 @@ import Testing
         try writer.execute("COMMIT")
         let after = logWrites(writer)
         // About 2,000 pages of rows and more of indexes, partly spilled and read back: gathered
-        // into fewer writes all the same.
+        // into fewer writes all the same. Pages spilled and changed again were rewritten in place,
+        // and their headers after the commit frame: written through.
         #expect(after.requested - before.requested > 2 * (after.issued - before.issued))
+        #expect(after.rewrites > before.rewrites)
         #expect(try readWithSQLitesOwnVFS("SELECT count(*) FROM t") == "2000")
         #expect(try readWithSQLitesOwnVFS("SELECT count(*) FROM t WHERE b = 'short'") == "1111")
         #expect(try readWithSQLitesOwnVFS("PRAGMA integrity_check") == "ok")

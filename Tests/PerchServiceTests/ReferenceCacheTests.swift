@@ -41,7 +41,7 @@ import Testing
             try await chat.service.ban("dave", from: "g", by: "alice")
             await #expect(throws: ChatError.self) { try await chat.say("two", as: "dave") }
             try await chat.service.unban("dave", from: "g", by: "alice")
-            try await chat.service.join("g", as: "dave")
+            _ = try await chat.service.join("g", as: "dave")
             let three = try await chat.say("three", as: "dave")
             #expect(try await messageIds(chat, for: "alice").contains(three.id))
             try await chat.service.addMembers(to: "g", [("erin", .participant)], by: "alice")

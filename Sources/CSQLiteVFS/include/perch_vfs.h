@@ -11,8 +11,9 @@ int perch_vfs_register(void);
 
 typedef struct sqlite3 sqlite3;
 
-/// How many writes the "perch" VFS made to the write-ahead log of `db`'s main database, and how
-/// many SQLite asked for (tests). SQLITE_NOTFOUND when the log is not open through this VFS.
-int perch_vfs_log_writes(sqlite3 *db, long long *issued, long long *requested);
+/// How many writes the "perch" VFS made to the write-ahead log of `db`'s main database, how many
+/// SQLite asked for, and how many rewrote bytes already in the file (written through) (tests).
+/// SQLITE_NOTFOUND when the log is not open through this VFS.
+int perch_vfs_log_writes(sqlite3 *db, long long *issued, long long *requested, long long *rewrites);
 
 #endif

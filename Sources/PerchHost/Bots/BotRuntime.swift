@@ -116,8 +116,10 @@ final class BotRuntime: Sendable {
         let body = text.dropFirst(prefix.count)
         let name = body.prefix { !$0.isWhitespace }
         guard !name.isEmpty else { return nil }
-        let args = body.dropFirst(name.count).drop { $0.isWhitespace }
-        return (String(name), String(args.reversed().drop { $0.isWhitespace }.reversed()))
+        // The arguments without surrounding whitespace, sliced in place (no reversed copies).
+        let rest = body[name.endIndex...].drop { $0.isWhitespace }
+        let end = rest.lastIndex { !$0.isWhitespace }.map { rest.index(after: $0) } ?? rest.startIndex
+        return (String(name), String(rest[..<end]))
     }
 
     /// The rules that fire for `facts`, in file order.

@@ -168,34 +168,26 @@ final class ChatEventSource: EventStreamSource, @unchecked Sendable {
     private var task: Task<Void, Never>?
     let metrics: HostMetrics
 
-    /// Streams `uid`'s events after `after`, as `session`: pages through the backlog, then waits
-    /// for new commits (as ``ChatService/eventStream(for:session:after:)`` does, with the frames of
-    /// a page written straight into the buffer: one wake of the connection's thread per page).
+    /// Streams `uid`'s events after `after`, as `session` (``ChatService/followEvents(for:session:after:_:)``),
+    /// the frames of a page written straight into the buffer: one wake of the connection's thread
+    /// per page.
     init(service: ChatService, uid: String, session: String, after: Int64, metrics: HostMetrics) {
         self.metrics = metrics
         buffer = Array("event: perch.session\ndata: {\"session\":\"\(session)\"}\n\n".utf8)
         metrics.increment("perch_sse_connections", by: 1)
         // On the shared pool (not the request's connection executor, which ends with the request).
         task = Task(executorPreference: globalConcurrentExecutor) { [weak self] in
-            var cursor = after
-            while !Task.isCancelled, self != nil {
-                do {
-                    let page = try await service.events(for: uid, session: session, after: cursor)
-                    if !page.events.isEmpty {
-                        var frames: [UInt8] = []
-                        for event in page.events {
-                            frames += Array("id: \(event.seq)\nevent: \(event.name.rawValue)\ndata: ".utf8)
-                            frames += event.jsonBytes
-                            frames += [0x0A, 0x0A]
-                        }
-                        self?.append(frames)
-                    }
-                    cursor = max(cursor, page.scannedThrough)
-                    if page.isFull { continue }
-                    await service.waitForEvents(after: cursor)
-                } catch {
-                    break
+            try? await service.followEvents(for: uid, session: session, after: after) { events in
+                guard let self else { return false }
+                guard !events.isEmpty else { return true }
+                var frames: [UInt8] = []
+                for event in events {
+                    frames += Array("id: \(event.seq)\nevent: \(event.name.rawValue)\ndata: ".utf8)
+                    frames += event.jsonBytes
+                    frames += [0x0A, 0x0A]
                 }
+                self.append(frames)
+                return true
             }
             self?.finish()
         }

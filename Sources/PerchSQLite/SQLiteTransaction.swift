@@ -25,6 +25,16 @@ final class SQLiteTransaction: ChatWriteTransaction {
         self.reference = reference
     }
 
+    /// `key`'s value in one of the writer's remembered tables, else `read` (and remembered).
+    private func remembered<Key: Hashable, Value>(
+        _ key: Key, in table: ReferenceWritableKeyPath<ReferenceCache, [Key: Value]>, _ read: () throws -> Value
+    ) rethrows -> Value {
+        if let known = reference?[keyPath: table][key] { return known }
+        let value = try read()
+        reference?.remember(value, of: key, in: table)
+        return value
+    }
+
     // MARK: Users
 
     static let userColumns = "uid, name, role, metadata, created_at, updated_at"
@@ -36,10 +46,7 @@ final class SQLiteTransaction: ChatWriteTransaction {
     }
 
     func user(_ uid: String) throws -> User? {
-        if let known = reference?.users[uid] { return known }
-        let user = try db.query(Self.selectUser, [.text(uid)], row: readUser).first
-        reference?.remember(user, of: uid, in: \.users)
-        return user
+        try remembered(uid, in: \.users) { try db.query(Self.selectUser, [.text(uid)], row: readUser).first }
     }
 
     static let selectUser = "SELECT \(userColumns) FROM users WHERE uid = ?"
@@ -83,10 +90,7 @@ final class SQLiteTransaction: ChatWriteTransaction {
     }
 
     func group(_ guid: String) throws -> Group? {
-        if let known = reference?.groups[guid] { return known }
-        let group = try db.query(Self.selectGroup, [.text(guid)], row: readGroup).first
-        reference?.remember(group, of: guid, in: \.groups)
-        return group
+        try remembered(guid, in: \.groups) { try db.query(Self.selectGroup, [.text(guid)], row: readGroup).first }
     }
 
     static let selectGroup = "SELECT \(groupColumns) FROM groups WHERE guid = ?"
@@ -124,14 +128,13 @@ final class SQLiteTransaction: ChatWriteTransaction {
     }
 
     func member(guid: String, uid: String) throws -> GroupMember? {
-        let key = MemberKey(guid: guid, uid: uid)
-        if let known = reference?.members[key] { return known }
-        let member = try db.query(
-            "SELECT guid, uid, scope, joined_at FROM members WHERE guid = ? AND uid = ?", [.text(guid), .text(uid)],
-            row: readMember
-        ).first
-        reference?.remember(member, of: key, in: \.members)
-        return member
+        try remembered(MemberKey(guid: guid, uid: uid), in: \.members) {
+            try db.query(
+                "SELECT guid, uid, scope, joined_at FROM members WHERE guid = ? AND uid = ?",
+                [.text(guid), .text(uid)],
+                row: readMember
+            ).first
+        }
     }
 
     func members(guid: String, limit: Int, after uid: String?) throws -> [GroupMember] {
@@ -141,10 +144,9 @@ final class SQLiteTransaction: ChatWriteTransaction {
     }
 
     func memberUids(guid: String) throws -> [String] {
-        if let known = reference?.memberUids[guid] { return known }
-        let uids = try db.query("SELECT uid FROM members WHERE guid = ? ORDER BY uid", [.text(guid)]) { $0.text(0) }
-        reference?.remember(uids, of: guid, in: \.memberUids)
-        return uids
+        try remembered(guid, in: \.memberUids) {
+            try db.query("SELECT uid FROM members WHERE guid = ? ORDER BY uid", [.text(guid)]) { $0.text(0) }
+        }
     }
 
     func upsertMember(_ member: GroupMember) throws {
@@ -165,11 +167,9 @@ final class SQLiteTransaction: ChatWriteTransaction {
     }
 
     func isBanned(guid: String, uid: String) throws -> Bool {
-        let key = MemberKey(guid: guid, uid: uid)
-        if let known = reference?.bans[key] { return known }
-        let banned = try db.scalar("SELECT 1 FROM bans WHERE guid = ? AND uid = ?", [.text(guid), .text(uid)]) != nil
-        reference?.remember(banned, of: key, in: \.bans)
-        return banned
+        try remembered(MemberKey(guid: guid, uid: uid), in: \.bans) {
+            try db.scalar("SELECT 1 FROM bans WHERE guid = ? AND uid = ?", [.text(guid), .text(uid)]) != nil
+        }
     }
 
     func bannedUids(guid: String) throws -> [String] {

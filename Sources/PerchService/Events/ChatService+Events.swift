@@ -26,30 +26,42 @@ extension ChatService {
         }
     }
 
-    /// A live stream of `uid`'s events after `seq`, as a session: pages through the backlog, then
-    /// waits for new commits. Ends when the task is cancelled; throws on a store failure.
+    /// Follows `uid`'s events after `seq`, as a session: pages through the backlog, then waits for
+    /// new commits, handing each page to `deliver` (an empty one too) until `deliver` answers
+    /// false or the task is cancelled.
+    /// - Throws: what reading a page throws (a store failure).
+    public func followEvents(
+        for uid: String, session: String? = nil, after seq: Int64, _ deliver: ([ChatEvent]) -> Bool
+    ) async throws(ChatError) {
+        var cursor = seq
+        while !Task.isCancelled {
+            // A short page scanned everything committed when it was read (its `scannedThrough` is
+            // the snapshot's newest event): wait, which returns at once when more was committed
+            // since, or at the next poll tick.
+            let page = try await events(for: uid, session: session, after: cursor)
+            guard deliver(page.events) else { return }
+            cursor = max(cursor, page.scannedThrough)
+            if page.isFull { continue }
+            await waitForEvents(after: cursor)
+        }
+    }
+
+    /// A live stream of `uid`'s events after `seq`, as a session (``followEvents(for:session:after:_:)``).
+    /// Ends when the task is cancelled; throws on a store failure.
     public func eventStream(for uid: String, session: String? = nil, after seq: Int64)
         -> AsyncThrowingStream<ChatEvent, any Error>
     {
         AsyncThrowingStream { continuation in
             let task = Task {
-                var cursor = seq
-                while !Task.isCancelled {
-                    do {
-                        // A short page scanned everything committed when it was read (its
-                        // `scannedThrough` is the snapshot's newest event): wait, which returns at
-                        // once when more was committed since, or at the next poll tick.
-                        let page = try await events(for: uid, session: session, after: cursor)
-                        for event in page.events { continuation.yield(event) }
-                        cursor = max(cursor, page.scannedThrough)
-                        if page.isFull { continue }
-                        await waitForEvents(after: cursor)
-                    } catch {
-                        continuation.finish(throwing: error)
-                        return
+                do {
+                    try await followEvents(for: uid, session: session, after: seq) { events in
+                        for event in events { continuation.yield(event) }
+                        return true
                     }
+                    continuation.finish()
+                } catch {
+                    continuation.finish(throwing: error)
                 }
-                continuation.finish()
             }
             continuation.onTermination = { _ in task.cancel() }
         }

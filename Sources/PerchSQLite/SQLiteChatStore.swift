@@ -110,6 +110,8 @@ public final class SQLiteChatStore: ChatStore {
             throw StoreOpenError.newerSchema(path: path, found: Int(version), supported: Schema.migrations.count)
         }
         if application == 0 && version == 0 && tables > 0 { throw StoreOpenError.notAPerchDatabase(path: path) }
+        // Before the first write only: an existing file keeps the page size it was made with.
+        if tables == 0 { try db.execute("PRAGMA page_size = \(Schema.pageSize)") }
         try db.execute("PRAGMA journal_mode = WAL")
         try db.execute("PRAGMA synchronous = \(synchronous.rawValue)")
         try db.execute("PRAGMA foreign_keys = OFF")

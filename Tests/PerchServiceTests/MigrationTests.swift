@@ -50,6 +50,34 @@ import Testing
         }
         #expect(tables.count == 3)
         #expect(tables.allSatisfy { !$0.contains("AUTOINCREMENT") })
+        // The file keeps the page size it was made with (SQLite's default then).
+        #expect(try await pageSize(of: store) == 4_096)
         await store.close()
+    }
+
+    /// A new file gets Perch's page size before its first write; reopened, it still has it, and an
+    /// older file keeps its own (the check above).
+    @Test func aNewFileIsMadeWithPerchsPageSize() async throws {
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "perch-page-\(UUID().uuidString).sqlite"
+        )
+        .path
+        defer {
+            for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: path + suffix) }
+        }
+        let store = try SQLiteChatStore(path: path)
+        let service = ChatService(store: store)
+        _ = try await service.createUser(uid: "ann", name: "Ann")
+        #expect(try await pageSize(of: store) == Schema.pageSize)
+        #expect(Schema.pageSize == 2_048)
+        await store.close()
+        let reopened = try SQLiteChatStore(path: path)
+        #expect(try await pageSize(of: reopened) == Schema.pageSize)
+        #expect(try await ChatService(store: reopened).user("ann").name == "Ann")
+        await reopened.close()
+    }
+
+    private func pageSize(of store: SQLiteChatStore) async throws -> Int64 {
+        try await store.read { tx in try (tx as! SQLiteTransaction).db.scalar("PRAGMA page_size") ?? 0 }
     }
 }

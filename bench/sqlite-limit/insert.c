@@ -1,9 +1,10 @@
 /*
  * The store against its limit (issue 8, row 4): plain SQLite doing the writes of a Perch send and
  * nothing else. It copies the schema of a database Perch just filled (same tables, same indexes),
- * opens a fresh file with the same pragmas (WAL, synchronous NORMAL), and inserts per "send" the
- * rows a send wrote there on average (one message, one event with a payload of the same size, the
- * outbox rows), `batch` sends per transaction as Perch's group commit does with 64 senders.
+ * opens a fresh file with the same pragmas (page size, WAL, synchronous NORMAL), and inserts per
+ * "send" the rows a send wrote there on average (one message, one event with a payload of the same
+ * size, the outbox rows), `batch` sends per transaction as Perch's group commit does with 64
+ * senders.
  *
  *   insert PERCH_DATABASE NEW_DATABASE SENDS BATCH   -> prints {"sends_per_s": ...}
  */
@@ -35,6 +36,14 @@ int main(int argc, char **argv) {
     sqlite3 *source, *db;
     check(sqlite3_open_v2(argv[1], &source, SQLITE_OPEN_READONLY, NULL), source, "open source");
     check(sqlite3_open(argv[2], &db), db, "open target");
+    /* The page size of Perch's file, set before the first write. */
+    sqlite3_stmt *size;
+    check(sqlite3_prepare_v2(source, "PRAGMA page_size", -1, &size, NULL), source, "page size");
+    check(sqlite3_step(size), source, "page size");
+    char pragma[64];
+    snprintf(pragma, sizeof pragma, "PRAGMA page_size = %d", sqlite3_column_int(size, 0));
+    sqlite3_finalize(size);
+    check(sqlite3_exec(db, pragma, NULL, NULL, NULL), db, "page size");
     check(sqlite3_exec(db, "PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = OFF",
                        NULL, NULL, NULL), db, "pragmas");
     /* The schema, as Perch created it. */

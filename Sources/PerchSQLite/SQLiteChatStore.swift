@@ -38,10 +38,10 @@ public final class SQLiteChatStore: ChatStore {
     /// Opens (creating when absent) the database at `path`.
     /// - Throws: ``StoreOpenError`` for a newer schema, a file that is not a Perch database, or a
     ///   damaged file; the file is never modified in those cases.
-    /// `checkpointFrames`: log frames not yet copied back after which a checkpoint runs (SQLite's
-    /// own automatic checkpoint size; tests make it small).
+    /// `checkpointFrames`: log frames not yet copied back after which a checkpoint runs (2,000
+    /// frames of 2 KiB: the 4 MiB of SQLite's own automatic checkpoint; tests make it small).
     public init(
-        path: String, synchronous: Synchronous = .normal, maximumBatch: Int = 512, checkpointFrames: Int32 = 1000
+        path: String, synchronous: Synchronous = .normal, maximumBatch: Int = 512, checkpointFrames: Int32 = 2_000
     ) throws {
         self.path = path
         let connection: SQLiteConnection
@@ -651,8 +651,8 @@ final class Memberships: Sendable {
 
 /// Copies the write-ahead log back into the database on its own thread and connection, so commits
 /// rarely wait for a checkpoint's fsync. The writer's connection reports the log's size after
-/// each commit (`sqlite3_wal_hook`); past `threshold` frames (SQLite's own automatic checkpoint
-/// size) not yet copied back, this thread runs a PASSIVE checkpoint, which never blocks the writer
+/// each commit (`sqlite3_wal_hook`); past `threshold` frames (4 MiB by default, SQLite's own
+/// automatic checkpoint size) not yet copied back, this thread runs a PASSIVE checkpoint, which never blocks the writer
 /// or readers. What counts is the frames written since the last checkpoint copied, not the log's
 /// length: otherwise every commit would ask for another checkpoint (two fsyncs) while readers hold
 /// the log.
@@ -688,7 +688,7 @@ final class Checkpointer: Sendable {
     private let state = Mutex(State())
     let threshold: Int32
 
-    init(path: String, synchronous: SQLiteChatStore.Synchronous, threshold: Int32 = 1000) throws {
+    init(path: String, synchronous: SQLiteChatStore.Synchronous, threshold: Int32 = 2_000) throws {
         self.threshold = threshold
         let box = ConnectionBox(connection: try SQLiteConnection(path: path, readOnly: false))
         try box.connection.execute("PRAGMA synchronous = \(synchronous.rawValue)")

@@ -8,7 +8,10 @@ import Synchronization
 /// One blocking HTTP/1.1 keep-alive connection to 127.0.0.1 (the loopback bench's client side).
 final class HTTPConnection: @unchecked Sendable {
     let descriptor: Int32
+    /// Received bytes; those before `start` are consumed.
     private var buffer: [UInt8] = []
+    private var start = 0
+    private var chunk = [UInt8](repeating: 0, count: 65_536)
 
     init(port: UInt16) throws {
         descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
@@ -40,28 +43,35 @@ final class HTTPConnection: @unchecked Sendable {
         }
     }
 
-    /// Reads more bytes into the buffer; false at the end of the stream.
+    /// Reads more bytes into the buffer (dropping what was consumed first); false at the end of
+    /// the stream.
     func fill() -> Bool {
-        var chunk = [UInt8](repeating: 0, count: 65_536)
-        let count = chunk.withUnsafeMutableBytes { read(descriptor, $0.baseAddress, $0.count) }
+        if start > 0 {
+            buffer.removeSubrange(0..<start)
+            start = 0
+        }
+        let count = chunk.withUnsafeMutableBytes { Glibc.read(descriptor, $0.baseAddress, $0.count) }
         guard count > 0 else { return false }
         buffer.append(contentsOf: chunk[0..<count])
         return true
     }
 
-    /// The next line (without CRLF or LF), or nil at the end of the stream.
-    func line() -> String? {
+    /// The next line's bytes (without CRLF or LF), valid until the next call; nil at the end of
+    /// the stream.
+    func lineBytes() -> ArraySlice<UInt8>? {
         while true {
-            if let end = buffer.firstIndex(of: 10) {
-                var line = buffer[0..<end]
+            if let end = buffer[start...].firstIndex(of: 10) {
+                var line = buffer[start..<end]
                 if line.last == 13 { line = line.dropLast() }
-                let text = String(decoding: line, as: UTF8.self)
-                buffer.removeSubrange(0...end)
-                return text
+                start = end + 1
+                return line
             }
             guard fill() else { return nil }
         }
     }
+
+    /// The next line (without CRLF or LF), or nil at the end of the stream.
+    func line() -> String? { lineBytes().map { String(decoding: $0, as: UTF8.self) } }
 
     /// Sends one request and reads its response: the status and the body.
     func request(_ method: String, _ path: String, headers: [String: String], body: String = "") throws -> (
@@ -80,9 +90,9 @@ final class HTTPConnection: @unchecked Sendable {
                 length = Int(parts[1].trimmingCharacters(in: .whitespaces)) ?? 0
             }
         }
-        while buffer.count < length { guard fill() else { throw BenchError("connection closed") } }
-        let text = String(decoding: buffer[0..<length], as: UTF8.self)
-        buffer.removeSubrange(0..<length)
+        while buffer.count - start < length { guard fill() else { throw BenchError("connection closed") } }
+        let text = String(decoding: buffer[start..<start + length], as: UTF8.self)
+        start += length
         return (status, text)
     }
 }
@@ -142,6 +152,7 @@ final class LoopbackInjector: Injector, @unchecked Sendable {
         self.connections.withLock { $0.append(contentsOf: connections) }
         if let first = failures.first { throw BenchError("a burst post failed: \(first)") }
     }
+
 }
 
 /// Reads the person's event stream (`GET /v3/events`) on its own thread and hands every bot
@@ -155,28 +166,46 @@ func readEvents(port: UInt16, key: String, router: ReplyRouter, connected: @esca
             + "Accept: text/event-stream\r\n\r\n")
     let thread = Thread {
         var signalled = false
-        while let line = connection.line() {
-            if !signalled, line.hasPrefix("event: perch.session") {
+        while let line = connection.lineBytes() {
+            if !signalled, line.starts(with: "event: perch.session".utf8) {
                 signalled = true
                 connected()
             }
-            guard line.hasPrefix("data: {\"seq\""), let sender = field("sender", in: line), sender != "human",
-                let text = field("text", in: line)
+            guard line.starts(with: #"data: {"seq""#.utf8), let message = find(messageKey, in: line),
+                let sender = field(senderKey, in: line[message...]), !sender.elementsEqual("human".utf8),
+                let text = field(textKey, in: line[message...])
             else { continue }
-            router.deliver(text)
+            router.deliver(String(decoding: text, as: UTF8.self))
         }
     }
     thread.start()
     return thread
 }
 
-/// A string field of the event's message (the texts of peers-v1 need no unescaping).
-func field(_ name: String, in line: String) -> String? {
-    guard let message = line.range(of: #""message":{"#),
-        let start = line.range(of: "\"\(name)\":\"", range: message.upperBound..<line.endIndex),
-        let end = line[start.upperBound...].firstIndex(of: "\"")
+let messageKey = Array(#""message":{"#.utf8)
+let senderKey = Array(#""sender":""#.utf8)
+let textKey = Array(#""text":""#.utf8)
+
+/// Where the bytes after the first `needle` in `haystack` start.
+func find(_ needle: [UInt8], in haystack: ArraySlice<UInt8>) -> Int? {
+    guard let first = needle.first, haystack.count >= needle.count else { return nil }
+    var index = haystack.startIndex
+    let last = haystack.endIndex - needle.count
+    while index <= last {
+        if haystack[index] == first, haystack[index..<index + needle.count].elementsEqual(needle) {
+            return index + needle.count
+        }
+        index += 1
+    }
+    return nil
+}
+
+/// A string field's bytes in `json`, found by its key with the opening quote (the texts of
+/// peers-v1 need no unescaping).
+func field(_ key: [UInt8], in json: ArraySlice<UInt8>) -> ArraySlice<UInt8>? {
+    guard let start = find(key, in: json), let end = json[start...].firstIndex(of: UInt8(ascii: "\""))
     else { return nil }
-    return String(line[start.upperBound..<end])
+    return json[start..<end]
 }
 
 /// A free TCP port on 127.0.0.1.

@@ -158,27 +158,33 @@ extension PerchAPI {
     }
 }
 
-/// Feeds one SSE connection from the user's event stream.
-final class ChatEventSource: EventStreamSource, @unchecked Sendable {
-    // `buffer` and `finished` are guarded by `lock`; `ready` wakes the connection's thread.
+/// Feeds one SSE connection from the user's event stream. The stream's page loop runs on the
+/// connection's own thread, inside ``next(timeout:)``: its task prefers this source as executor,
+/// so a commit that wakes the loop wakes that thread directly, which reads the page, writes its
+/// frames and sends them (one thread wake a page, not two). While the connection's thread is busy
+/// sending, the loop waits: a slow client holds back its own stream, not the buffer's size. Once
+/// the client is gone, the loop's last steps run on the shared pool.
+final class ChatEventSource: EventStreamSource, TaskExecutor, @unchecked Sendable {
+    // `buffer`, `finished`, `jobs` and `closed` are guarded by `lock`; `ready` wakes the
+    // connection's thread.
     private let lock = NSLock()
     private var buffer: [UInt8]
     private var finished = false
+    private var jobs: [UnownedJob] = []
+    private var closed = false
     private let ready = DispatchSemaphore(value: 0)
     private var task: Task<Void, Never>?
     let metrics: HostMetrics
 
     /// Streams `uid`'s events after `after`, as `session` (``ChatService/followEvents(for:session:after:_:)``),
-    /// the frames of a page written straight into the buffer: one wake of the connection's thread
-    /// per page.
+    /// the frames of a page written straight into the buffer.
     init(service: ChatService, uid: String, session: String, after: Int64, metrics: HostMetrics) {
         self.metrics = metrics
         buffer = Array("event: perch.session\ndata: {\"session\":\"\(session)\"}\n\n".utf8)
         metrics.increment("perch_sse_connections", by: 1)
-        // On the shared pool (not the request's connection executor, which ends with the request).
-        task = Task(executorPreference: globalConcurrentExecutor) { [weak self] in
+        // The task keeps its source (its executor) until it ends, which `close` makes happen.
+        task = Task(executorPreference: self) { [self] in
             try? await service.followEvents(for: uid, session: session, after: after) { events in
-                guard let self else { return false }
                 guard !events.isEmpty else { return true }
                 var frames: [UInt8] = []
                 for event in events {
@@ -189,8 +195,21 @@ final class ChatEventSource: EventStreamSource, @unchecked Sendable {
                 self.append(frames)
                 return true
             }
-            self?.finish()
+            self.finish()
         }
+    }
+
+    func enqueue(_ job: consuming ExecutorJob) {
+        let job = UnownedJob(job)
+        lock.lock()
+        guard !closed else {
+            lock.unlock()
+            globalConcurrentExecutor.enqueue(ExecutorJob(job))
+            return
+        }
+        jobs.append(job)
+        lock.unlock()
+        ready.signal()
     }
 
     func append(_ bytes: [UInt8]) {
@@ -207,6 +226,8 @@ final class ChatEventSource: EventStreamSource, @unchecked Sendable {
         ready.signal()
     }
 
+    /// Runs the stream's waiting steps on this (the connection's) thread until there is something
+    /// to send, the stream is over (nil), or `timeout` passed (an empty chunk: a heartbeat).
     func next(timeout: Duration) -> [UInt8]? {
         let deadline =
             DispatchTime.now()
@@ -215,6 +236,11 @@ final class ChatEventSource: EventStreamSource, @unchecked Sendable {
                     timeout.components.seconds * 1_000_000_000
                         + timeout.components.attoseconds / 1_000_000_000))
         while true {
+            lock.lock()
+            let steps = jobs
+            jobs.removeAll(keepingCapacity: true)
+            lock.unlock()
+            for step in steps { step.runSynchronously(on: asUnownedTaskExecutor()) }
             lock.lock()
             if !buffer.isEmpty {
                 let chunk = buffer
@@ -226,13 +252,21 @@ final class ChatEventSource: EventStreamSource, @unchecked Sendable {
                 lock.unlock()
                 return nil
             }
+            let more = !jobs.isEmpty
             lock.unlock()
-            if ready.wait(timeout: deadline) == .timedOut { return [] }
+            if !more, ready.wait(timeout: deadline) == .timedOut { return [] }
         }
     }
 
+    /// The client went away: the loop is cancelled, and its remaining steps run on the shared pool.
     func close() {
+        lock.lock()
+        closed = true
+        let steps = jobs
+        jobs.removeAll()
+        lock.unlock()
         task?.cancel()
+        for step in steps { globalConcurrentExecutor.enqueue(ExecutorJob(step)) }
         metrics.increment("perch_sse_connections", by: -1)
     }
 }

@@ -1,8 +1,8 @@
 import Foundation
 import PerchChat
 import PerchHost
-import PerchSQLite
 import PerchService
+import PerchTesting
 import Synchronization
 import Testing
 
@@ -14,50 +14,41 @@ import Testing
 /// is gone.
 @Suite struct EventSourceTests {
     @Test func aSessionFeedsItsConnectionsThreadAndEndsWhenTheClientLeaves() async throws {
-        let path = FileManager.default.temporaryDirectory.appendingPathComponent("perch-sse-\(UUID().uuidString)")
-            .path
-        defer {
-            for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: path + suffix) }
-        }
-        let store = try SQLiteChatStore(path: path)
-        let service = ChatService(store: store)
-        _ = try await service.createUser(uid: "ann", name: "Ann")
-        _ = try await service.createUser(uid: "bob", name: "Bob")
-        _ = try await service.createGroup(guid: "g", name: "G", owner: "ann")
-        _ = try await service.join("g", as: "bob")
-        let metrics = HostMetrics()
-        let connection = Consumer()
-        let after = try await store.latestEventSequence()
-        let released = await connection.start {
-            ChatEventSource(service: service, uid: "bob", session: "s1", after: after, metrics: metrics)
-        }
+        try await withTestHost(config: hostConfig) { chat in
+            let service = chat.service
+            let metrics = HostMetrics()
+            let connection = Consumer()
+            let after = try await service.store.latestEventSequence()
+            let released = await connection.start {
+                ChatEventSource(service: service, uid: "bob", session: "s1", after: after, metrics: metrics)
+            }
 
-        // The session's first frame, then each message in order.
-        let first = try #require(await connection.next())
-        #expect(first.contains("event: perch.session"))
-        _ = try await service.send(MessageDraft(to: .group("g"), text: "one"), as: "ann")
-        _ = try await service.send(MessageDraft(to: .group("g"), text: "two"), as: "ann")
-        var text = ""
-        while !text.contains("\"text\":\"two\"") {
-            let chunk = try #require(await connection.next())
-            text += chunk
+            // The session's first frame, then each message in order.
+            let first = try #require(await connection.next())
+            #expect(first.contains("event: perch.session"))
+            try await chat.post("one", as: "alice", to: .group("room"))
+            try await chat.post("two", as: "alice", to: .group("room"))
+            var text = ""
+            while !text.contains("\"text\":\"two\"") {
+                let chunk = try #require(await connection.next())
+                text += chunk
+            }
+            #expect(text.contains("event: onTextMessageReceived"))
+            let one = try #require(text.range(of: "\"text\":\"one\""))
+            let two = try #require(text.range(of: "\"text\":\"two\""))
+            #expect(one.lowerBound < two.lowerBound)
+            #expect(metrics.value("perch_sse_connections") == 1)
+
+            // A quiet stream answers a heartbeat (an empty chunk) when the timeout passes.
+            #expect(await connection.next(timeout: .milliseconds(50)) == "")
+
+            // The client leaves: the loop ends and lets go of its source.
+            await connection.close()
+            #expect(metrics.value("perch_sse_connections") == 0)
+            let deadline = ContinuousClock.now + .seconds(5)
+            while released.isAlive, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(10)) }
+            #expect(!released.isAlive)
         }
-        #expect(text.contains("event: onTextMessageReceived"))
-        let one = try #require(text.range(of: "\"text\":\"one\""))
-        let two = try #require(text.range(of: "\"text\":\"two\""))
-        #expect(one.lowerBound < two.lowerBound)
-        #expect(metrics.value("perch_sse_connections") == 1)
-
-        // A quiet stream answers a heartbeat (an empty chunk) when the timeout passes.
-        #expect(await connection.next(timeout: .milliseconds(50)) == "")
-
-        // The client leaves: the loop ends and lets go of its source.
-        await connection.close()
-        #expect(metrics.value("perch_sse_connections") == 0)
-        let deadline = ContinuousClock.now + .seconds(5)
-        while released.isAlive, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(10)) }
-        #expect(!released.isAlive)
-        await store.close()
     }
 }
 

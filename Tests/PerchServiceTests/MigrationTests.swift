@@ -58,23 +58,15 @@ import Testing
     /// A new file gets Perch's page size before its first write; reopened, it still has it, and an
     /// older file keeps its own (the check above).
     @Test func aNewFileIsMadeWithPerchsPageSize() async throws {
-        let path = FileManager.default.temporaryDirectory.appendingPathComponent(
-            "perch-page-\(UUID().uuidString).sqlite"
-        )
-        .path
-        defer {
-            for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: path + suffix) }
-        }
-        let store = try SQLiteChatStore(path: path)
-        let service = ChatService(store: store)
-        _ = try await service.createUser(uid: "ann", name: "Ann")
-        #expect(try await pageSize(of: store) == Schema.pageSize)
+        let chat = try await ChatFixture.make()
+        #expect(try await pageSize(of: chat.store) == Schema.pageSize)
         #expect(Schema.pageSize == 2_048)
-        await store.close()
-        let reopened = try SQLiteChatStore(path: path)
+        await chat.store.close()
+        let reopened = try SQLiteChatStore(path: chat.path)
         #expect(try await pageSize(of: reopened) == Schema.pageSize)
-        #expect(try await ChatService(store: reopened).user("ann").name == "Ann")
+        #expect(try await ChatService(store: reopened).user("alice").name == "Alice")
         await reopened.close()
+        await chat.close()
     }
 
     private func pageSize(of store: SQLiteChatStore) async throws -> Int64 {

@@ -652,10 +652,10 @@ final class Memberships: Sendable {
 /// Copies the write-ahead log back into the database on its own thread and connection, so commits
 /// rarely wait for a checkpoint's fsync. The writer's connection reports the log's size after
 /// each commit (`sqlite3_wal_hook`); past `threshold` frames (4 MiB by default, SQLite's own
-/// automatic checkpoint size) not yet copied back, this thread runs a PASSIVE checkpoint, which never blocks the writer
-/// or readers. What counts is the frames written since the last checkpoint copied, not the log's
-/// length: otherwise every commit would ask for another checkpoint (two fsyncs) while readers hold
-/// the log.
+/// automatic checkpoint size) not yet copied back, this thread runs a PASSIVE checkpoint, which
+/// never blocks the writer or readers. What counts is the frames written since the last checkpoint
+/// copied, not the log's length: otherwise every commit would ask for another checkpoint (two
+/// fsyncs) while readers hold the log.
 ///
 /// SQLite starts the log over only when a write transaction begins with every frame copied back,
 /// which a checkpoint on another thread never achieves under steady load (commits land while it

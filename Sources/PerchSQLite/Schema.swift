@@ -4,10 +4,11 @@ enum Schema {
     /// Marks a Perch database (`PRAGMA application_id`), so another SQLite file is never written to.
     static let applicationID: Int32 = 0x5045_5243  // "PERC"
 
-    /// The page size of a new file. A send touches about eight b-trees, and a commit writes a
-    /// whole page of each to the log: at 2 KiB it writes half the bytes of SQLite's default 4 KiB
-    /// and the checkpoint copies half as many back, while a message's row and its event still fit
-    /// one page (a table row spills at about 2,000 bytes). BENCHMARKS.md has the measurements.
+    /// The page size of a new file. A send touches eight to ten b-trees, and a commit writes a
+    /// whole page of each to the log (11 pages is typical): at 2 KiB it writes half the bytes of
+    /// SQLite's default 4 KiB and the checkpoint copies half as many back, while a message's row and
+    /// its event still fit one page (a table row spills at about 2,000 bytes). BENCHMARKS.md has
+    /// the measurements.
     static let pageSize = 2_048
 
     static let migrations: [String] = [

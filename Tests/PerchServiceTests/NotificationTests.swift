@@ -103,4 +103,34 @@ import Testing
             await expectRefusal(.badRequest) { _ = try await chat.service.notifications(for: "dave", limit: 0) }
         }
     }
+
+    /// A large group's rows are written many to a statement: every member still gets exactly one
+    /// row, with the reason of their own preferences, and the rows keep the routing's order.
+    @Test func aLargeGroupGetsOneRowPerMemberInOrder() async throws {
+        try await withChat { chat in
+            let uids = (0..<130).map { String(format: "m%03d", $0) }
+            for uid in uids { _ = try await chat.service.createUser(uid: uid, name: uid) }
+            for start in stride(from: 0, to: uids.count, by: 65) {
+                let part = uids[start..<min(start + 65, uids.count)]
+                try await chat.service.addMembers(to: "g", part.map { ($0, .participant) }, by: "alice")
+            }
+            var quiet = try await chat.service.notificationPreferences(of: "m064")
+            quiet.group.messages = .subscribeToMentions
+            _ = try await chat.service.updateNotificationPreferences(quiet, of: "m064")
+            let before = try await chat.service.notifications(for: "m000").count
+            let message = try await chat.say("hello <@uid:m064>", as: "alice")
+            var seqs: [Int64] = []
+            for uid in uids {
+                let rows = try await chat.service.notifications(for: uid).filter { $0.messageId == message.id }
+                #expect(rows.count == 1, "\(uid)")
+                #expect(rows.first?.reason == (uid == "m064" ? .mention : .message), "\(uid)")
+                seqs += rows.map(\.seq)
+            }
+            #expect(seqs == seqs.sorted())
+            #expect(Set(seqs).count == uids.count)
+            #expect(try await chat.service.notifications(for: "m000").count == before + 1)
+            // The sender gets none.
+            #expect(try await chat.service.notifications(for: "alice").allSatisfy { $0.messageId != message.id })
+        }
+    }
 }

@@ -49,8 +49,6 @@ extension ChatService {
             preferences: stored.mapValues { $0.forReceiverType(message.receiverType) },
             defaults: defaults.forReceiverType(message.receiverType), threadSubscribers: subscribers,
             quotedAuthor: quotedAuthor)
-        for recipient in NotificationRouting.recipients(input) {
-            try tx.appendNotification(uid: recipient.uid, messageId: message.id, reason: recipient.reason, at: now)
-        }
+        try tx.appendNotifications(NotificationRouting.recipients(input), messageId: message.id, at: now)
     }
 }

@@ -105,7 +105,8 @@ public protocol ChatWriteTransaction: ChatReadTransaction {
     func touchThread(_ parentId: Int64, at time: Int64) throws
     func removeSubscriptions(of parentId: Int64) throws
     func setPreferences(_ preferences: NotificationPreferences, for uid: String) throws
-    func appendNotification(uid: String, messageId: Int64, reason: NotificationReason, at time: Int64) throws
+    /// Appends one outbox row per recipient of a message, in the order given.
+    func appendNotifications(_ recipients: [NotificationRecipient], messageId: Int64, at time: Int64) throws
     func removeSaves(of messageId: Int64) throws
     func appendEvent(_ event: ChatEvent, audience: EventAudience) throws -> Int64
     func setCursor(consumer: String, seq: Int64) throws

@@ -118,46 +118,71 @@ public final class HTTPServer: Sendable {
     /// another's work (an actor, a queued commit), and then comes back in one wake.
     func respond(to request: HTTPRequest) -> HTTPResponse {
         let result = Mutex<HTTPResponse?>(nil)
-        let executor = ConnectionExecutor()
+        let executor = ThreadExecutor()
         let handler = self.handler
         Task(executorPreference: executor, priority: .high) {
             let response = await handler(request)
             result.withLock { $0 = response }
-            executor.finish()
+            executor.signal()
         }
-        executor.run()
+        // The connection's thread is blocked for the request either way: it runs the jobs.
+        while result.withLock({ $0 }) == nil {
+            if !executor.runPending() { executor.waitForWork() }
+        }
+        executor.stop()
         return result.withLock { $0 } ?? .json(500, #"{"error":{"code":"ERR_INTERNAL","message":"no response"}}"#)
     }
 }
 
-/// Runs a request's jobs on the connection's thread, which waits in `run` until the handler is
-/// done (the thread is the connection's, blocked for the request either way).
-final class ConnectionExecutor: TaskExecutor, @unchecked Sendable {
-    private let state = Mutex<(jobs: [UnownedJob], finished: Bool)>(([], false))
+/// Runs the jobs of the tasks that prefer it on a thread of the owner's (a connection's), which
+/// calls `runPending` and sleeps in `waitForWork` until more come. Once stopped, queued and later
+/// jobs go to the shared pool, so a task that outlives its thread's interest still finishes.
+final class ThreadExecutor: TaskExecutor, @unchecked Sendable {
+    private let state = Mutex<(jobs: [UnownedJob], stopped: Bool)>(([], false))
     private let wake = DispatchSemaphore(value: 0)
 
     func enqueue(_ job: consuming ExecutorJob) {
         let job = UnownedJob(job)
-        state.withLock { $0.jobs.append(job) }
-        wake.signal()
-    }
-
-    /// The handler answered: `run` returns once no job is left.
-    func finish() {
-        state.withLock { $0.finished = true }
-        wake.signal()
-    }
-
-    func run() {
-        while true {
-            let (jobs, finished) = state.withLock { state in
-                defer { state.jobs.removeAll(keepingCapacity: true) }
-                return (state.jobs, state.finished)
-            }
-            for job in jobs { job.runSynchronously(on: asUnownedTaskExecutor()) }
-            if finished && jobs.isEmpty { return }
-            if jobs.isEmpty { wake.wait() }
+        let queued = state.withLock { state -> Bool in
+            guard !state.stopped else { return false }
+            state.jobs.append(job)
+            return true
         }
+        if queued {
+            wake.signal()
+        } else {
+            globalConcurrentExecutor.enqueue(ExecutorJob(job))
+        }
+    }
+
+    /// Runs the jobs queued so far, on this thread; false when there were none.
+    @discardableResult
+    func runPending() -> Bool {
+        let jobs = state.withLock { state in
+            defer { state.jobs.removeAll(keepingCapacity: true) }
+            return state.jobs
+        }
+        for job in jobs { job.runSynchronously(on: asUnownedTaskExecutor()) }
+        return !jobs.isEmpty
+    }
+
+    /// Wakes `waitForWork` (the owner has something else to look at).
+    func signal() { wake.signal() }
+
+    /// Sleeps until a job or a `signal` comes, or `deadline` passes (then false).
+    @discardableResult
+    func waitForWork(until deadline: DispatchTime = .distantFuture) -> Bool {
+        wake.wait(timeout: deadline) == .success
+    }
+
+    /// The owner's thread runs no more jobs: queued and later ones go to the shared pool.
+    func stop() {
+        let jobs = state.withLock { state in
+            state.stopped = true
+            defer { state.jobs.removeAll() }
+            return state.jobs
+        }
+        for job in jobs { globalConcurrentExecutor.enqueue(ExecutorJob(job)) }
     }
 }
 

@@ -159,20 +159,17 @@ extension PerchAPI {
 }
 
 /// Feeds one SSE connection from the user's event stream. The stream's page loop runs on the
-/// connection's own thread, inside ``next(timeout:)``: its task prefers this source as executor,
-/// so a commit that wakes the loop wakes that thread directly, which reads the page, writes its
-/// frames and sends them (one thread wake a page, not two). While the connection's thread is busy
-/// sending, the loop waits: a slow client holds back its own stream, not the buffer's size. Once
-/// the client is gone, the loop's last steps run on the shared pool.
-final class ChatEventSource: EventStreamSource, TaskExecutor, @unchecked Sendable {
-    // `buffer`, `finished`, `jobs` and `closed` are guarded by `lock`; `ready` wakes the
-    // connection's thread.
+/// connection's own thread, inside ``next(timeout:)``: its task prefers the source's
+/// ``ThreadExecutor``, so a commit that wakes the loop wakes that thread directly, which reads the
+/// page, writes its frames and sends them (one thread wake a page, not two). While the
+/// connection's thread is busy sending, the loop waits: a slow client holds back its own stream,
+/// not the buffer's size. Once the client is gone, the loop's last steps run on the shared pool.
+final class ChatEventSource: EventStreamSource, @unchecked Sendable {
+    // `buffer` and `finished` are guarded by `lock`.
     private let lock = NSLock()
     private var buffer: [UInt8]
     private var finished = false
-    private var jobs: [UnownedJob] = []
-    private var closed = false
-    private let ready = DispatchSemaphore(value: 0)
+    private let executor = ThreadExecutor()
     private var task: Task<Void, Never>?
     let metrics: HostMetrics
 
@@ -182,8 +179,8 @@ final class ChatEventSource: EventStreamSource, TaskExecutor, @unchecked Sendabl
         self.metrics = metrics
         buffer = Array("event: perch.session\ndata: {\"session\":\"\(session)\"}\n\n".utf8)
         metrics.increment("perch_sse_connections", by: 1)
-        // The task keeps its source (its executor) until it ends, which `close` makes happen.
-        task = Task(executorPreference: self) { [self] in
+        // The task keeps its source until it ends, which `close` makes happen.
+        task = Task(executorPreference: executor) { [self] in
             try? await service.followEvents(for: uid, session: session, after: after) { events in
                 guard !events.isEmpty else { return true }
                 var frames: [UInt8] = []
@@ -199,31 +196,18 @@ final class ChatEventSource: EventStreamSource, TaskExecutor, @unchecked Sendabl
         }
     }
 
-    func enqueue(_ job: consuming ExecutorJob) {
-        let job = UnownedJob(job)
-        lock.lock()
-        guard !closed else {
-            lock.unlock()
-            globalConcurrentExecutor.enqueue(ExecutorJob(job))
-            return
-        }
-        jobs.append(job)
-        lock.unlock()
-        ready.signal()
-    }
-
     func append(_ bytes: [UInt8]) {
         lock.lock()
         buffer += bytes
         lock.unlock()
-        ready.signal()
+        executor.signal()
     }
 
     func finish() {
         lock.lock()
         finished = true
         lock.unlock()
-        ready.signal()
+        executor.signal()
     }
 
     /// Runs the stream's waiting steps on this (the connection's) thread until there is something
@@ -236,11 +220,7 @@ final class ChatEventSource: EventStreamSource, TaskExecutor, @unchecked Sendabl
                     timeout.components.seconds * 1_000_000_000
                         + timeout.components.attoseconds / 1_000_000_000))
         while true {
-            lock.lock()
-            let steps = jobs
-            jobs.removeAll(keepingCapacity: true)
-            lock.unlock()
-            for step in steps { step.runSynchronously(on: asUnownedTaskExecutor()) }
+            let ran = executor.runPending()
             lock.lock()
             if !buffer.isEmpty {
                 let chunk = buffer
@@ -252,21 +232,15 @@ final class ChatEventSource: EventStreamSource, TaskExecutor, @unchecked Sendabl
                 lock.unlock()
                 return nil
             }
-            let more = !jobs.isEmpty
             lock.unlock()
-            if !more, ready.wait(timeout: deadline) == .timedOut { return [] }
+            if !ran, !executor.waitForWork(until: deadline) { return [] }
         }
     }
 
     /// The client went away: the loop is cancelled, and its remaining steps run on the shared pool.
     func close() {
-        lock.lock()
-        closed = true
-        let steps = jobs
-        jobs.removeAll()
-        lock.unlock()
+        executor.stop()
         task?.cancel()
-        for step in steps { globalConcurrentExecutor.enqueue(ExecutorJob(step)) }
         metrics.increment("perch_sse_connections", by: -1)
     }
 }

@@ -589,7 +589,10 @@ final class SQLiteTransaction: ChatWriteTransaction {
             var values: [SQLValue] = []
             values.reserveCapacity(rows.count * 4)
             for recipient in rows {
-                values += [.text(recipient.uid), .int(messageId), .text(recipient.reason.rawValue), .int(time)]
+                values.append(.text(recipient.uid))
+                values.append(.int(messageId))
+                values.append(.text(recipient.reason.rawValue))
+                values.append(.int(time))
             }
             try db.run(Self.outboxInsert(rows: rows.count), values)
             start += rows.count

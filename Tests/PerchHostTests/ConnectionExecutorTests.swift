@@ -8,7 +8,7 @@ import Testing
     import FoundationNetworking
 #endif
 
-/// A request's handler runs on its connection's thread (`ConnectionExecutor`); what it awaits from
+/// A request's handler runs on its connection's thread (a `ThreadExecutor`); what it awaits from
 /// other threads comes back there, and a task it starts outlives the request on the shared pool.
 @Suite struct ConnectionExecutorTests {
     @Test func awaitedWorkComesBackAndStartedTasksOutliveTheRequest() async throws {

@@ -2,8 +2,8 @@
 // written with one write(2) per commit instead of two per page.
 //
 // SQLite writes each WAL frame as two writes, its 24-byte header and its page, so a commit that
-// changes eight pages costs sixteen system calls, each straddling two file pages (frames are
-// 4,120 bytes). Here the writes that extend a log collect in a buffer, which goes to the file:
+// changes eight pages costs sixteen system calls, each straddling two file pages (a frame is a
+// page and its header: 4,120 bytes at 4 KiB pages). Here the writes that extend a log collect in a buffer, which goes to the file:
 //   - right after the page of a commit frame (its header carries the database size, bytes 4..7),
 //     inside that xWrite, so a failure fails the commit exactly as an unbuffered write would, and
 //     the commit returns only after its bytes are in the file (a kill -9 loses nothing
@@ -255,66 +255,6 @@ static int perchOpen(sqlite3_vfs *vfs, const char *name, sqlite3_file *file, int
     return rc;
 }
 
-static int perchDelete(sqlite3_vfs *vfs, const char *name, int syncDirectory) {
-    (void)vfs;
-    return realVfs->xDelete(realVfs, name, syncDirectory);
-}
-
-static int perchAccess(sqlite3_vfs *vfs, const char *name, int flags, int *result) {
-    (void)vfs;
-    return realVfs->xAccess(realVfs, name, flags, result);
-}
-
-static int perchFullPathname(sqlite3_vfs *vfs, const char *name, int size, char *out) {
-    (void)vfs;
-    return realVfs->xFullPathname(realVfs, name, size, out);
-}
-
-static void *perchDlOpen(sqlite3_vfs *vfs, const char *name) {
-    (void)vfs;
-    return realVfs->xDlOpen(realVfs, name);
-}
-
-static void perchDlError(sqlite3_vfs *vfs, int size, char *message) {
-    (void)vfs;
-    realVfs->xDlError(realVfs, size, message);
-}
-
-static void (*perchDlSym(sqlite3_vfs *vfs, void *handle, const char *symbol))(void) {
-    (void)vfs;
-    return realVfs->xDlSym(realVfs, handle, symbol);
-}
-
-static void perchDlClose(sqlite3_vfs *vfs, void *handle) {
-    (void)vfs;
-    realVfs->xDlClose(realVfs, handle);
-}
-
-static int perchRandomness(sqlite3_vfs *vfs, int size, char *out) {
-    (void)vfs;
-    return realVfs->xRandomness(realVfs, size, out);
-}
-
-static int perchSleep(sqlite3_vfs *vfs, int microseconds) {
-    (void)vfs;
-    return realVfs->xSleep(realVfs, microseconds);
-}
-
-static int perchCurrentTime(sqlite3_vfs *vfs, double *now) {
-    (void)vfs;
-    return realVfs->xCurrentTime(realVfs, now);
-}
-
-static int perchGetLastError(sqlite3_vfs *vfs, int size, char *message) {
-    (void)vfs;
-    return realVfs->xGetLastError ? realVfs->xGetLastError(realVfs, size, message) : 0;
-}
-
-static int perchCurrentTimeInt64(sqlite3_vfs *vfs, sqlite3_int64 *now) {
-    (void)vfs;
-    return realVfs->xCurrentTimeInt64(realVfs, now);
-}
-
 static int registered = -1;
 
 static void registerOnce(void) {
@@ -344,25 +284,13 @@ static void registerOnce(void) {
         .xFetch = perchFetch,
         .xUnfetch = perchUnfetch,
     };
-    perchVfs = (sqlite3_vfs){
-        .iVersion = 2,
-        .szOsFile = (int)sizeof(PerchFile) + realVfs->szOsFile,
-        .mxPathname = realVfs->mxPathname,
-        .zName = PERCH_VFS_NAME,
-        .xOpen = perchOpen,
-        .xDelete = perchDelete,
-        .xAccess = perchAccess,
-        .xFullPathname = perchFullPathname,
-        .xDlOpen = perchDlOpen,
-        .xDlError = perchDlError,
-        .xDlSym = perchDlSym,
-        .xDlClose = perchDlClose,
-        .xRandomness = perchRandomness,
-        .xSleep = perchSleep,
-        .xCurrentTime = perchCurrentTime,
-        .xGetLastError = perchGetLastError,
-        .xCurrentTimeInt64 = perchCurrentTimeInt64,
-    };
+    // Every VFS-level method is SQLite's own (they act on paths, the clock and the default VFS's
+    // own data, never on our files); only opening a file differs, so that its methods are ours.
+    perchVfs = *realVfs;
+    perchVfs.pNext = NULL;
+    perchVfs.szOsFile = (int)sizeof(PerchFile) + realVfs->szOsFile;
+    perchVfs.zName = PERCH_VFS_NAME;
+    perchVfs.xOpen = perchOpen;
     registered = sqlite3_vfs_register(&perchVfs, 0);
 }
 

@@ -141,6 +141,7 @@ extension ChatError.Code {
             return 409
         case .tooManyRequests: return 429
         case .internalError: return 500
+        case .serviceUnavailable: return 503
         default: return 400
         }
     }

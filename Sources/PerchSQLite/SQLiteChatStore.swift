@@ -176,7 +176,7 @@ public final class SQLiteChatStore: ChatStore {
     /// the reader is more than the cache behind) it is read from the database.
     public func events(for uid: String, session: String?, after seq: Int64, limit: Int) async throws -> EventPage {
         // A closed store answers nothing, from memory either (a live stream then ends).
-        guard !writer.isClosed else { throw SQLiteError(code: SQLITE_MISUSE, message: "the store is closed") }
+        guard !writer.isClosed else { throw StoreClosedError() }
         if let page = try memoryPage(for: uid, session: session, after: seq, limit: limit) { return page }
         return try reading { tx in try tx.events(for: uid, session: session, after: seq, limit: limit) }
     }
@@ -223,7 +223,7 @@ public final class SQLiteChatStore: ChatStore {
 
     private func checkoutReader() throws -> ConnectionBox {
         if let box = readers.withLock({ $0.popLast() }) { return box }
-        guard !writer.isClosed else { throw SQLiteError(code: SQLITE_MISUSE, message: "the store is closed") }
+        guard !writer.isClosed else { throw StoreClosedError() }
         let connection = try SQLiteConnection(path: readerPath, readOnly: true)
         return ConnectionBox(connection: connection)
     }
@@ -397,7 +397,7 @@ final class Writer: Sendable {
         case .wake:
             signal.signal()
         case .refused:
-            complete(.failure(SQLiteError(code: SQLITE_MISUSE, message: "the store is closed")))
+            complete(.failure(StoreClosedError()))
         case .queued:
             break
         case .lead(let batch):

@@ -53,6 +53,8 @@ public final class ChatService: Sendable {
 
     func wireSafe(_ error: any Error) -> ChatError {
         if let chat = error as? ChatError { return chat }
+        // Shutting down is not a failure: the caller is told to come back, nothing is logged.
+        if error is StoreClosedError { return ChatError(.serviceUnavailable) }
         let id = UUID().uuidString.prefix(8).lowercased()
         logger.error("internal error \(id): \(error)")
         return ChatError(.internalError, ["id": .string(String(id))])

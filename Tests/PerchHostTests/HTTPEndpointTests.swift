@@ -211,4 +211,16 @@ import Testing
             #expect(try await http.call("POST", "/v3/messages", as: .user("bob"), json: message).status == 200)
         }
     }
+
+    @Test func aRequestCaughtByShutdownIsAnswered503AndNotLoggedAsAFailure() async throws {
+        try await withHTTPChat { http in
+            await http.chat.host.stop()
+            let message = #"{"receiver": "room", "receiverType": "group", "data": {"text": "late"}}"#
+            let late = try await http.call("POST", "/v3/messages", as: .user("carol"), json: message)
+            #expect(late.status == 503 && late.errorCode == "ERR_SERVICE_UNAVAILABLE")
+            #expect(try await http.call("GET", "/v3/groups/room/members").status == 503)
+            let log = await http.chat.log
+            #expect(!log.contains { $0.contains("internal error") })
+        }
+    }
 }

@@ -117,6 +117,35 @@ import Testing
         try? FileManager.default.removeItem(atPath: fixture.directory)
     }
 
+    @Test func aCallAfterTheStoreClosesIsUnavailableAndLogsNothing() async throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "perch-closed-\(UUID().uuidString)"
+        )
+        .path
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let store = try SQLiteChatStore(path: directory + "/perch.sqlite")
+        let logged = Locked<[String]>([])
+        let service = ChatService(store: store, logger: RecordingLogger(lines: logged))
+        _ = try await service.createUser(uid: "alice", name: "Alice")
+        _ = try await service.createGroup(guid: "g", name: "G", owner: "alice")
+        await store.close()
+        await expectRefusal(.serviceUnavailable) {
+            _ = try await service.send(MessageDraft(to: .group("g"), text: "late"), as: "alice")
+        }
+        await expectRefusal(.serviceUnavailable) {
+            _ = try await service.queueSend(MessageDraft(to: .group("g"), text: "queued late"), as: "alice").message
+        }
+        await expectRefusal(.serviceUnavailable) { _ = try await service.users(limit: 10) }
+        await expectRefusal(.serviceUnavailable) { _ = try await service.events(for: "alice", after: 0) }
+        #expect(logged.withLock { $0 } == [])
+        // A real failure is still logged, with the id the caller is given.
+        let failure = service.wireSafeError(CocoaError(.fileReadCorruptFile))
+        #expect(failure.code == .internalError)
+        #expect(logged.withLock { $0 }.count == 1)
+        #expect(logged.withLock { $0 }.first?.contains("\(failure.params["id"] ?? "")") == true)
+    }
+
     @Test func eventsReadThroughTheCacheEqualEventsDecodedFromTheFile() async throws {
         try await withChat { chat in
             let root = try await chat.say("root ünïcødé 🐦 \"quoted\" \\ <@uid:bob>")
@@ -158,4 +187,10 @@ final class Locked<Value: Sendable>: Sendable {
     private let mutex: Mutex<Value>
     init(_ value: Value) { mutex = Mutex(value) }
     func withLock<T>(_ body: (inout sending Value) -> sending T) -> sending T { mutex.withLock(body) }
+}
+
+/// Keeps the service's log lines.
+struct RecordingLogger: ChatLogger {
+    let lines: Locked<[String]>
+    func error(_ message: String) { lines.withLock { $0.append(message) } }
 }

@@ -40,6 +40,7 @@ extension ChatError {
         case .authNoCredentials: return "No credentials: send an apikey or authtoken header."
         case .authInvalidToken: return "The auth token is not valid."
         case .authInvalidAPIKey: return "The API key is not valid."
+        case .serviceUnavailable: return "The service is shutting down; try again shortly."
         default: return "Internal error \(param("id"))."
         }
     }

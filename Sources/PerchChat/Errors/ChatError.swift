@@ -48,6 +48,8 @@ public struct ChatError: Error, Sendable, Hashable, CustomStringConvertible {
         public static let badRequest = Code("ERR_BAD_REQUEST")
         public static let tooManyRequests = Code("ERR_TOO_MANY_REQUESTS")
         public static let internalError = Code("ERR_INTERNAL")
+        /// The service is shutting down (its store is closed); the request may be tried again.
+        public static let serviceUnavailable = Code("ERR_SERVICE_UNAVAILABLE")
         public static let authNoCredentials = Code("AUTH_ERR_AUTH_TOKEN_NOT_FOUND")
         public static let authInvalidToken = Code("AUTH_ERR_INVALID_TOKEN")
         public static let authInvalidAPIKey = Code("AUTH_ERR_APIKEY_NOT_FOUND")

@@ -24,8 +24,16 @@ public protocol ChatStore: Sendable {
     func latestEventSequence() async throws -> Int64
     /// Returns once an event after `seq` is committed, the store closes, or the task is cancelled.
     func waitForEvents(after seq: Int64) async
-    /// Closes the store; later calls fail.
+    /// Closes the store; later calls fail with ``StoreClosedError``.
     func close() async
+}
+
+/// What a store throws for a call after (or cut short by) ``ChatStore/close()``: the host is
+/// shutting down. The service answers it as ``ChatError/Code/serviceUnavailable`` and does not log
+/// it as a failure.
+public struct StoreClosedError: Error, Sendable, CustomStringConvertible {
+    public init() {}
+    public var description: String { "the store is closed" }
 }
 
 extension ChatStore {

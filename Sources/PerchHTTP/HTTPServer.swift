@@ -55,6 +55,9 @@ public protocol EventStreamSource: AnyObject, Sendable {
     /// The next bytes to send, an empty array when `timeout` passed with nothing (a heartbeat is
     /// then sent), or nil when the stream is over.
     func next(timeout: Duration) -> [UInt8]?
+    /// Ends the stream now (the server is stopping): `next` hands over what is buffered, if
+    /// anything, then answers nil without waiting.
+    func finish()
     /// The client went away.
     func close()
 }
@@ -68,7 +71,7 @@ public final class HTTPServer: Sendable {
     let maximumBodyBytes: Int
     let heartbeat: Duration
     private let daemon: Mutex<DaemonBox?> = Mutex(nil)
-    private let context: ServerContext
+    let context: ServerContext
     public let port: UInt16
 
     struct DaemonBox: @unchecked Sendable {
@@ -99,7 +102,9 @@ public final class HTTPServer: Sendable {
         box.server.withLock { $0 = WeakServer(self) }
     }
 
-    /// Stops accepting and closes every connection.
+    /// Stops accepting and closes every connection. Open event streams end first: libmicrohttpd
+    /// waits for each connection's thread, and a stream's thread may be waiting for its next event
+    /// (up to a heartbeat).
     public func stop() {
         guard
             let box = daemon.withLock({ state -> DaemonBox? in
@@ -107,6 +112,7 @@ public final class HTTPServer: Sendable {
                 return state
             })
         else { return }
+        for stream in context.stopStreams() { stream.finish() }
         MHD_stop_daemon(box.pointer)
         context.server.withLock { $0 = nil }
     }
@@ -193,6 +199,29 @@ public struct HTTPServerError: Error, CustomStringConvertible {
 /// What the C callbacks reach through their context pointer.
 final class ServerContext: Sendable {
     let server = Mutex<WeakServer?>(nil)
+    /// The streams being sent; nil once the server stops (a stream that starts then ends at once).
+    private let streams = Mutex<[ObjectIdentifier: any EventStreamSource]?>([:])
+
+    /// Records a stream that starts; false when the server is stopping.
+    func open(_ stream: any EventStreamSource) -> Bool {
+        streams.withLock { streams in
+            guard streams != nil else { return false }
+            streams?[ObjectIdentifier(stream)] = stream
+            return true
+        }
+    }
+
+    func closed(_ stream: any EventStreamSource) {
+        _ = streams.withLock { $0?.removeValue(forKey: ObjectIdentifier(stream)) }
+    }
+
+    /// The open streams; no stream opens after this.
+    func stopStreams() -> [any EventStreamSource] {
+        streams.withLock { streams in
+            defer { streams = nil }
+            return Array((streams ?? [:]).values)
+        }
+    }
 }
 
 /// The server as its C callbacks see it, without keeping it alive.
@@ -278,19 +307,22 @@ let completedHandler: MHD_RequestCompletedCallback = { _, _, requestContext, _ i
 final class StreamBox {
     let source: any EventStreamSource
     let heartbeat: Duration
+    let context: ServerContext
     var pending: [UInt8] = []
     var finished = false
 
-    init(source: any EventStreamSource, heartbeat: Duration) {
+    init(source: any EventStreamSource, heartbeat: Duration, context: ServerContext) {
         self.source = source
         self.heartbeat = heartbeat
+        self.context = context
     }
 }
 
 func queue(_ response: HTTPResponse, on connection: OpaquePointer?, server: HTTPServer) -> MHD_Result {
     let mhdResponse: OpaquePointer?
     if let stream = response.stream {
-        let box = StreamBox(source: stream, heartbeat: server.heartbeat)
+        if !server.context.open(stream) { stream.finish() }
+        let box = StreamBox(source: stream, heartbeat: server.heartbeat, context: server.context)
         mhdResponse = MHD_create_response_from_callback(
             perch_mhd_size_unknown(), 4096,
             { context, _, buffer, maximum in
@@ -318,6 +350,7 @@ func queue(_ response: HTTPResponse, on connection: OpaquePointer?, server: HTTP
             { context in
                 guard let context else { return }
                 let box = Unmanaged<StreamBox>.fromOpaque(context).takeRetainedValue()
+                box.context.closed(box.source)
                 box.source.close()
             })
     } else {

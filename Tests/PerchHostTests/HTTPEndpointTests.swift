@@ -1,5 +1,8 @@
 import Foundation
 import PerchChat
+import PerchHTTP
+import PerchHost
+import PerchTesting
 import Testing
 
 /// The success path and the error codes of each endpoint group, through a real socket.
@@ -209,6 +212,40 @@ import Testing
             #expect((1...60).contains(retryAfter ?? 0))
             // Another user has their own minute.
             #expect(try await http.call("POST", "/v3/messages", as: .user("bob"), json: message).status == 200)
+        }
+    }
+
+    @Test func stoppingTheServerEndsAnOpenEventStreamAtOnce() async throws {
+        try await withTestHost(config: hostConfig) { chat in
+            let api = PerchAPI(
+                service: chat.service, host: chat.host, apiKey: apiKey, metrics: chat.host.metrics,
+                media: MediaSettings(directory: chat.directory + "/media", maximumBytes: 1024, allowedTypes: []),
+                web: nil, maximumBodyBytes: 64 * 1024,
+                messagesPerMinute: 0)
+            // A heartbeat far longer than the test: the stream's thread would wait that long.
+            let server = try HTTPServer(
+                host: "127.0.0.1", port: 0, maximumBodyBytes: 64 * 1024, heartbeat: .seconds(120)
+            ) {
+                await api.respond(to: $0)
+            }
+            let client = try SSEClient(
+                port: server.port, path: "/v3/events", headers: ["apikey": apiKey, "onBehalfOf": "bob"])
+            await onThread { client.waitUntilOpen() }
+            #expect(client.buffer.contains("perch.session"))
+            let took = await onThread {
+                let started = ContinuousClock.now
+                server.stop()
+                return ContinuousClock.now - started
+            }
+            #expect(took < .seconds(30))
+            // The stream ended: the client reads the end of the connection.
+            let ended = await onThread { () -> Bool in
+                var fds = pollfd(fd: client.handle.fileDescriptor, events: Int16(POLLIN), revents: 0)
+                guard poll(&fds, 1, 5_000) > 0 else { return false }
+                while !client.handle.availableData.isEmpty {}
+                return true
+            }
+            #expect(ended)
         }
     }
 

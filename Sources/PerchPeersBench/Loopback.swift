@@ -70,6 +70,29 @@ final class HTTPConnection: @unchecked Sendable {
         }
     }
 
+    /// Decodes a chunked body (its headers already read) and calls `line` with each line of the
+    /// decoded bytes (without CRLF or LF; valid during the call) until the body or the stream ends.
+    /// A chunk's end says nothing about lines: a line may span chunks.
+    func chunkedLines(_ line: (ArraySlice<UInt8>) -> Void) {
+        var decoded: [UInt8] = []
+        var lineStart = 0
+        while let sizeLine = lineBytes() {
+            let digits = sizeLine.prefix { $0 != UInt8(ascii: ";") }
+            guard let size = Int(String(decoding: digits, as: UTF8.self), radix: 16), size > 0 else { return }
+            while buffer.count - start < size + 2 { guard fill() else { return } }
+            decoded.append(contentsOf: buffer[start..<start + size])
+            start += size + 2  // the chunk and its CRLF
+            while let end = decoded[lineStart...].firstIndex(of: 10) {
+                var text = decoded[lineStart..<end]
+                if text.last == 13 { text = text.dropLast() }
+                line(text)
+                lineStart = end + 1
+            }
+            decoded.removeSubrange(0..<lineStart)
+            lineStart = 0
+        }
+    }
+
     /// The next line (without CRLF or LF), or nil at the end of the stream.
     func line() -> String? { lineBytes().map { String(decoding: $0, as: UTF8.self) } }
 
@@ -77,10 +100,19 @@ final class HTTPConnection: @unchecked Sendable {
     func request(_ method: String, _ path: String, headers: [String: String], body: String = "") throws -> (
         status: Int, body: String
     ) {
+        try write(Self.requestText(method, path, headers: headers, body: body))
+        return try response()
+    }
+
+    static func requestText(_ method: String, _ path: String, headers: [String: String], body: String) -> String {
         var head = "\(method) \(path) HTTP/1.1\r\nHost: 127.0.0.1\r\n"
         for (name, value) in headers { head += "\(name): \(value)\r\n" }
         head += "Content-Length: \(body.utf8.count)\r\n\r\n"
-        try write(head + body)
+        return head + body
+    }
+
+    /// Reads the next response: the status and the body.
+    func response() throws -> (status: Int, body: String) {
         guard let statusLine = line() else { throw BenchError("connection closed") }
         let status = Int(statusLine.split(separator: " ").dropFirst().first ?? "") ?? 0
         var length = 0
@@ -102,20 +134,31 @@ final class LoopbackInjector: Injector, @unchecked Sendable {
     let port: UInt16
     let key: String
     let lanes: Int
+    /// Requests each lane writes before it reads their responses (HTTP/1.1 pipelining).
+    let depth: Int
     private let connections = Mutex<[HTTPConnection]>([])
 
-    init(port: UInt16, key: String, lanes: Int) {
+    init(port: UInt16, key: String, lanes: Int, depth: Int) {
         self.port = port
         self.key = key
         self.lanes = lanes
+        self.depth = depth
+    }
+
+    func postText(_ text: String) -> String {
+        let body =
+            #"{"receiver":"room","receiverType":"group","category":"message","type":"text","data":{"text":"\#(text)"}}"#
+        return HTTPConnection.requestText(
+            "POST", "/v3/messages",
+            headers: ["apikey": key, "onBehalfOf": "human", "Content-Type": "application/json"], body: body)
     }
 
     func post(_ text: String, on connection: HTTPConnection) throws {
-        let body =
-            #"{"receiver":"room","receiverType":"group","category":"message","type":"text","data":{"text":"\#(text)"}}"#
-        let response = try connection.request(
-            "POST", "/v3/messages",
-            headers: ["apikey": key, "onBehalfOf": "human", "Content-Type": "application/json"], body: body)
+        try connection.write(postText(text))
+        try check(connection.response())
+    }
+
+    func check(_ response: (status: Int, body: String)) throws {
         guard response.status == 200 else { throw BenchError("POST /v3/messages: \(response.status) \(response.body)") }
     }
 
@@ -131,21 +174,37 @@ final class LoopbackInjector: Injector, @unchecked Sendable {
     }
 
     /// `lanes` connections, each on its own thread, message i on lane i mod lanes: each lane posts
-    /// in index order; the server commits what arrives together in one batch.
+    /// in index order, up to `depth` requests ahead of their answers (HTTP/1.1 pipelining: the
+    /// client does not wait for a POST's answer to send the next, as the peers' websocket client
+    /// does not wait; the server still answers each after its commit, in order). A lane's posts
+    /// reach the server in index order; the server commits what arrives together in one batch.
     func burst(_ texts: [String], injected: @Sendable (Int) -> Void) async throws {
         let failures = Failures()
         let lanes = lanes
+        let depth = depth
         let connections = try (0..<lanes).map { _ in try borrow() }
         withoutActuallyEscaping(injected) { injected in
             DispatchQueue.concurrentPerform(iterations: lanes) { lane in
                 var index = lane
-                while index < texts.count {
-                    injected(index)
-                    do { try post(texts[index], on: connections[lane]) } catch {
-                        failures.add("\(index): \(error)")
-                        return
+                var outstanding = 0
+                do {
+                    while index < texts.count {
+                        if outstanding == depth {
+                            try check(connections[lane].response())
+                            outstanding -= 1
+                        }
+                        injected(index)
+                        try connections[lane].write(postText(texts[index]))
+                        outstanding += 1
+                        index += lanes
                     }
-                    index += lanes
+                    while outstanding > 0 {
+                        try check(connections[lane].response())
+                        outstanding -= 1
+                    }
+                } catch {
+                    failures.add("lane \(lane): \(error)")
+                    return
                 }
             }
         }
@@ -166,7 +225,9 @@ func readEvents(port: UInt16, key: String, router: ReplyRouter, connected: @esca
             + "Accept: text/event-stream\r\n\r\n")
     let thread = Thread {
         var signalled = false
-        while let line = connection.lineBytes() {
+        // The status line and headers; the stream's body is chunked (its length is unknown).
+        while let header = connection.lineBytes(), !header.isEmpty {}
+        connection.chunkedLines { line in
             if !signalled, line.starts(with: "event: perch.session".utf8) {
                 signalled = true
                 connected()
@@ -174,7 +235,7 @@ func readEvents(port: UInt16, key: String, router: ReplyRouter, connected: @esca
             guard line.starts(with: #"data: {"seq""#.utf8), let message = find(messageKey, in: line),
                 let sender = field(senderKey, in: line[message...]), !sender.elementsEqual("human".utf8),
                 let text = field(textKey, in: line[message...])
-            else { continue }
+            else { return }
             router.deliver(String(decoding: text, as: UTF8.self))
         }
     }
@@ -231,7 +292,13 @@ func freePort() throws -> UInt16 {
 func runLoopback(_ options: Options, perch: String, configPath: String) async throws -> [String: Any] {
     let directory = FileManager.default.temporaryDirectory.appendingPathComponent("perch-peers-\(UUID().uuidString)")
         .path
-    defer { try? FileManager.default.removeItem(atPath: directory) }
+    defer {
+        if ProcessInfo.processInfo.environment["PERCH_BENCH_KEEP"] == nil {
+            try? FileManager.default.removeItem(atPath: directory)
+        } else {
+            FileHandle.standardError.write(Data("kept \(directory)\n".utf8))
+        }
+    }
     let port = try freePort()
     let key = (0..<4).map { _ in String(UInt64.random(in: 0...UInt64.max), radix: 16) }.joined()
     var environment = ProcessInfo.processInfo.environment
@@ -275,7 +342,9 @@ func runLoopback(_ options: Options, perch: String, configPath: String) async th
             subscribed.withLock { $0 }?.resume()
         }
     }
-    let injector = LoopbackInjector(port: port, key: key, lanes: Int(environment["PERCH_BENCH_LANES"] ?? "") ?? 4)
+    let injector = LoopbackInjector(
+        port: port, key: key, lanes: Int(environment["PERCH_BENCH_LANES"] ?? "") ?? 4,
+        depth: Int(environment["PERCH_BENCH_DEPTH"] ?? "") ?? 16)
     var result = try await runPhases(options, injector: injector, router: router, spawnedAt: spawnedAt)
     kill(pid, SIGTERM)
     var usage = rusage()
@@ -286,6 +355,7 @@ func runLoopback(_ options: Options, perch: String, configPath: String) async th
         Double(usage.ru_utime.tv_sec) + Double(usage.ru_utime.tv_usec) / 1e6 + Double(usage.ru_stime.tv_sec)
         + Double(usage.ru_stime.tv_usec) / 1e6
     result["client_lanes"] = injector.lanes
+    result["client_pipeline_depth"] = injector.depth
     return result
 }
 

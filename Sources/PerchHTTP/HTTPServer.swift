@@ -149,16 +149,18 @@ final class ThreadExecutor: TaskExecutor, @unchecked Sendable {
 
     func enqueue(_ job: consuming ExecutorJob) {
         let job = UnownedJob(job)
+        // The wake is signalled under the lock. Nothing keeps this executor alive for the caller
+        // (the runtime holds it unowned): once the job is queued, the owner's thread may run it,
+        // finish the request and let the executor go, so nothing here may touch `self` after the
+        // lock is released. (Signalling after the lock crashed a loopback run under load: the
+        // semaphore was freed in between.)
         let queued = state.withLock { state -> Bool in
             guard !state.stopped else { return false }
             state.jobs.append(job)
+            wake.signal()
             return true
         }
-        if queued {
-            wake.signal()
-        } else {
-            globalConcurrentExecutor.enqueue(ExecutorJob(job))
-        }
+        if !queued { globalConcurrentExecutor.enqueue(ExecutorJob(job)) }
     }
 
     /// Runs the jobs queued so far, on this thread; false when there were none.

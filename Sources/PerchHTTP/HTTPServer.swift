@@ -361,7 +361,10 @@ func queue(_ response: HTTPResponse, on connection: OpaquePointer?, server: HTTP
                 bytes.count, UnsafeMutableRawPointer(mutating: bytes.baseAddress), .RESPMEM_MUST_COPY)
         }
     }
-    guard let mhdResponse else { return .NO }
+    guard let mhdResponse else {
+        if let stream = response.stream { server.context.closed(stream) }
+        return .NO
+    }
     for (name, value) in response.headers { MHD_add_response_header(mhdResponse, name, value) }
     let result = MHD_queue_response(connection, UInt32(response.status), mhdResponse)
     MHD_destroy_response(mhdResponse)

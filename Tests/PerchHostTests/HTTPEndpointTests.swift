@@ -215,6 +215,39 @@ import Testing
         }
     }
 
+    @Test func pipelinedRequestsAreAnsweredInOrderEachAfterItsCommit() async throws {
+        try await withHTTPChat { http in
+            // Twelve POSTs written at once on one keep-alive connection (HTTP/1.1 pipelining), the
+            // last a refusal: twelve answers in request order, the sends stored in that order.
+            let client = try SSEClient(port: http.server.port, path: nil, headers: [:])
+            var requests = ""
+            for index in 0..<12 {
+                let text = index == 11 ? "" : "pipelined \(index)"
+                let body = #"{"receiver": "room", "receiverType": "group", "data": {"text": "\#(text)"}}"#
+                requests +=
+                    "POST /v3/messages HTTP/1.1\r\nHost: 127.0.0.1\r\napikey: \(apiKey)\r\nonBehalfOf: carol\r\n"
+                    + "Content-Type: application/json\r\nContent-Length: \(body.utf8.count)\r\n\r\n\(body)"
+            }
+            client.handle.write(Data(requests.utf8))
+            let answers = await onThread { client.responses(12) }
+            #expect(answers.count == 12)
+            #expect(answers.dropLast().allSatisfy { $0.status == 200 })
+            #expect(answers.last?.status == 400 && answers.last?.body.contains("ERR_EMPTY_MESSAGE_TEXT") == true)
+            let texts = answers.dropLast().map { answer -> String in
+                let json = try? JSONSerialization.jsonObject(with: Data(answer.body.utf8)) as? [String: Any]
+                return (json?["data"] as? [String: Any])?["text"] as? String ?? ""
+            }
+            #expect(texts == (0..<11).map { "pipelined \($0)" })
+            let ids = answers.dropLast().map { answer -> Int in
+                let json = try? JSONSerialization.jsonObject(with: Data(answer.body.utf8)) as? [String: Any]
+                return (json?["data"] as? [String: Any])?["id"] as? Int ?? 0
+            }
+            #expect(ids == ids.sorted() && Set(ids).count == 11)
+            let stored = try await http.call("GET", "/v3/groups/room/messages?limit=11", as: .user("carol")).list
+            #expect(stored.compactMap { $0["text"] as? String } == texts)
+        }
+    }
+
     @Test func stoppingTheServerEndsAnOpenEventStreamAtOnce() async throws {
         try await withTestHost(config: hostConfig) { chat in
             let api = PerchAPI(

@@ -104,7 +104,8 @@ final class SSEClient: @unchecked Sendable {
     let handle: FileHandle
     var buffer = ""
 
-    init(port: UInt16, path: String, headers: [String: String]) throws {
+    /// Connects; with a `path`, asks for that event stream (HTTP/1.0: the body is the stream).
+    init(port: UInt16, path: String?, headers: [String: String]) throws {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
@@ -117,6 +118,7 @@ final class SSEClient: @unchecked Sendable {
         }
         guard connected == 0 else { throw HTTPServerErrorForTests() }
         handle = FileHandle(fileDescriptor: fd, closeOnDealloc: true)
+        guard let path else { return }
         var request = "GET \(path) HTTP/1.0\r\nHost: 127.0.0.1\r\nAccept: text/event-stream\r\n"
         for (name, value) in headers { request += "\(name): \(value)\r\n" }
         request += "\r\n"
@@ -149,6 +151,34 @@ final class SSEClient: @unchecked Sendable {
             }
         }
         return parsed()
+    }
+
+    /// Reads `count` HTTP/1.1 answers with a `Content-Length` (or what came in 5 s), in order.
+    func responses(_ count: Int, timeout: TimeInterval = 5) -> [(status: Int, body: String)] {
+        let deadline = Date().addingTimeInterval(timeout)
+        var bytes: [UInt8] = []
+        var answers: [(Int, String)] = []
+        var fds = pollfd(fd: handle.fileDescriptor, events: Int16(POLLIN), revents: 0)
+        let separator: [UInt8] = [13, 10, 13, 10]
+        while answers.count < count, Date() < deadline {
+            // Take every complete answer the bytes hold.
+            while let end = bytes.indices.first(where: { bytes[$0...].starts(with: separator) }) {
+                let head = String(decoding: bytes[..<end], as: UTF8.self)
+                let status = Int(head.split(separator: " ").dropFirst().first ?? "") ?? 0
+                let length =
+                    head.split(separator: "\r\n").first { $0.lowercased().hasPrefix("content-length:") }
+                    .flatMap { Int($0.split(separator: ":")[1].trimmingCharacters(in: .whitespaces)) } ?? 0
+                guard bytes.count >= end + 4 + length else { break }
+                answers.append((status, String(decoding: bytes[(end + 4)..<(end + 4 + length)], as: UTF8.self)))
+                bytes.removeFirst(end + 4 + length)
+            }
+            if answers.count < count, poll(&fds, 1, 100) > 0 {
+                let data = handle.availableData
+                if data.isEmpty { break }
+                bytes += data
+            }
+        }
+        return answers
     }
 
     func parsed() -> [(id: Int64, name: String)] {

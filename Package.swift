@@ -29,37 +29,43 @@ let package = Package(
         // Regular expressions on PCRE2 (JIT), with the pattern's own compile errors.
         .target(name: "PerchRegex", dependencies: ["CPCRE2"]),
         // Many word lists in one pass (Hyperscan), for moderation.
-        .target(name: "PerchMatch", dependencies: ["CHyperscan"]),
+        .target(name: "PerchMatch", dependencies: ["CHyperscan", "PerchLock"]),
         // The pure chat core: types, rules, errors. No I/O, no clock.
         .target(name: "PerchChat"),
+        // A value behind a pthread mutex (not Synchronization.Mutex: see its comment).
+        .target(name: "PerchLock"),
         // Configuration: config.yaml and bots/*.yaml decoded with located findings.
         .target(name: "PerchConfig", dependencies: ["PerchYAML", "PerchRegex", "PerchChat"]),
         // The chat service: rules applied over a store behind a protocol.
-        .target(name: "PerchService", dependencies: ["PerchChat"]),
+        .target(name: "PerchService", dependencies: ["PerchChat", "PerchLock"]),
         // SQLite's default VFS with each commit's log frames written in one call (C: SQLite's VFS API).
         .target(name: "CSQLiteVFS", dependencies: ["CSQLite"]),
         // The SQLite store.
-        .target(name: "PerchSQLite", dependencies: ["PerchService", "PerchChat", "CSQLite", "CSQLiteVFS"]),
+        .target(
+            name: "PerchSQLite", dependencies: ["PerchService", "PerchChat", "PerchLock", "CSQLite", "CSQLiteVFS"]),
         // The bot host: YAML bots on the listener events, plugins, the four behaviours.
         .target(
             name: "PerchHost",
             dependencies: [
                 "CMalloc", "PerchConfig", "PerchService", "PerchSQLite", "PerchChat", "PerchMatch", "PerchRegex",
-                "PerchYAML",
+                "PerchYAML", "PerchLock",
             ]
         ),
         // Example plugins, loaded and run by the tests (examples/plugins holds the Python one).
-        .target(name: "PerchExamplePlugins", dependencies: ["PerchHost", "PerchChat"]),
+        .target(name: "PerchExamplePlugins", dependencies: ["PerchHost", "PerchChat", "PerchLock"]),
         // The HTTP API: CometChat-shaped REST and Server-Sent Events on libmicrohttpd.
         .target(
             name: "PerchHTTP",
-            dependencies: ["CMicroHTTPD", "CCrypto", "PerchService", "PerchChat", "PerchHost", "PerchConfig"]
+            dependencies: [
+                "CMicroHTTPD", "CCrypto", "PerchService", "PerchChat", "PerchHost", "PerchConfig", "PerchLock",
+            ]
         ),
         // The test harness for plugin authors: a host in-process on a temporary directory.
         .target(name: "PerchTesting", dependencies: ["PerchHost", "PerchConfig", "PerchService", "PerchChat"]),
         // The commands, thin: each builds a frontend, runs it, turns failure into an exit code.
         .target(
-            name: "PerchCLI", dependencies: ["PerchConfig", "PerchService", "PerchSQLite", "PerchHost", "PerchHTTP"]),
+            name: "PerchCLI",
+            dependencies: ["PerchConfig", "PerchService", "PerchSQLite", "PerchHost", "PerchHTTP", "PerchLock"]),
         .executableTarget(name: "perch", dependencies: ["PerchCLI", "PerchHost"]),
         // libFuzzer entry point for the configuration loader (build with --sanitize=fuzzer).
         .executableTarget(name: "FuzzConfig", dependencies: ["PerchConfig"]),

@@ -1,6 +1,6 @@
 import Dispatch
 import Foundation
-import Synchronization
+import PerchLock
 
 #if canImport(Glibc)
     @preconcurrency import Glibc
@@ -15,7 +15,7 @@ enum HostSignal: Sendable {
 /// SIGTERM/SIGINT (stop) and SIGHUP (reload) as an async sequence of requests.
 final class SignalWatcher: Sendable {
     private let stream: AsyncStream<HostSignal>
-    private let sources: Mutex<[DispatchSourceSignal]>
+    private let sources: Lock<[DispatchSourceSignal]>
 
     init() {
         var continuation: AsyncStream<HostSignal>.Continuation!
@@ -30,7 +30,7 @@ final class SignalWatcher: Sendable {
             source.resume()
             sources.append(source)
         }
-        self.sources = Mutex(sources)
+        self.sources = Lock(sources)
     }
 
     /// The next request: a signal, or a reload when watched files changed.
@@ -55,11 +55,11 @@ final class SignalWatcher: Sendable {
 /// portable, and a burst of saves gives one reload.
 public final class FileWatcher: Sendable {
     let paths: [String]
-    private let last: Mutex<[String: Date]>
+    private let last: Lock<[String: Date]>
 
     public init(paths: [String]) {
         self.paths = paths
-        last = Mutex([:])
+        last = Lock([:])
         last.withLock { $0 = Self.snapshot(paths) }
     }
 

@@ -1,6 +1,6 @@
 import PerchChat
 import PerchHost
-import Synchronization
+import PerchLock
 
 /// An example Swift plugin: `thing++` gives `thing` a point, kept in the bot's key-value store,
 /// and it answers with the new score. It also counts, per thread, the subscription changes the
@@ -51,7 +51,7 @@ public struct KarmaPlugin: BotPlugin {
 
 /// A thread-safe list of strings.
 public final class BusLog: Sendable {
-    private let storage = Mutex<[String]>([])
+    private let storage = Lock<[String]>([])
     public init() {}
     public func append(_ entry: String) { storage.withLock { $0.append(entry) } }
     public var entries: [String] { storage.withLock { $0 } }

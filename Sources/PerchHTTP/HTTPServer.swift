@@ -1,7 +1,7 @@
 import CMicroHTTPD
 import Dispatch
 import Foundation
-import Synchronization
+import PerchLock
 
 /// An HTTP request as the handlers see it.
 public struct HTTPRequest: Sendable {
@@ -70,7 +70,7 @@ public final class HTTPServer: Sendable {
     let handler: Handler
     let maximumBodyBytes: Int
     let heartbeat: Duration
-    private let daemon: Mutex<DaemonBox?> = Mutex(nil)
+    private let daemon: Lock<DaemonBox?> = Lock(nil)
     let context: ServerContext
     public let port: UInt16
 
@@ -123,7 +123,7 @@ public final class HTTPServer: Sendable {
     /// an executor that runs its jobs right here, so a request crosses no thread unless it awaits
     /// another's work (an actor, a queued commit), and then comes back in one wake.
     func respond(to request: HTTPRequest) -> HTTPResponse {
-        let result = Mutex<HTTPResponse?>(nil)
+        let result = Lock<HTTPResponse?>(nil)
         let executor = ThreadExecutor()
         let handler = self.handler
         Task(executorPreference: executor, priority: .high) {
@@ -144,7 +144,7 @@ public final class HTTPServer: Sendable {
 /// calls `runPending` and sleeps in `waitForWork` until more come. Once stopped, queued and later
 /// jobs go to the shared pool, so a task that outlives its thread's interest still finishes.
 final class ThreadExecutor: TaskExecutor, @unchecked Sendable {
-    private let state = Mutex<(jobs: [UnownedJob], stopped: Bool)>(([], false))
+    private let state = Lock<(jobs: [UnownedJob], stopped: Bool)>(([], false))
     private let wake = DispatchSemaphore(value: 0)
 
     func enqueue(_ job: consuming ExecutorJob) {
@@ -200,9 +200,9 @@ public struct HTTPServerError: Error, CustomStringConvertible {
 
 /// What the C callbacks reach through their context pointer.
 final class ServerContext: Sendable {
-    let server = Mutex<WeakServer?>(nil)
+    let server = Lock<WeakServer?>(nil)
     /// The streams being sent; nil once the server stops (a stream that starts then ends at once).
-    private let streams = Mutex<[ObjectIdentifier: any EventStreamSource]?>([:])
+    private let streams = Lock<[ObjectIdentifier: any EventStreamSource]?>([:])
 
     /// Records a stream that starts; false when the server is stopping.
     func open(_ stream: any EventStreamSource) -> Bool {

@@ -3,7 +3,6 @@ import Foundation
 import PerchChat
 import PerchHost
 import PerchService
-import Synchronization
 
 extension PerchAPI {
     static func threadRoutes() -> [Route] {

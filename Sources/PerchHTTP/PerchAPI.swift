@@ -1,8 +1,8 @@
 import Foundation
 import PerchChat
 import PerchHost
+import PerchLock
 import PerchService
-import Synchronization
 
 /// Perch's HTTP API: CometChat REST v3 paths and names over the chat service.
 ///
@@ -16,14 +16,14 @@ public final class PerchAPI: Sendable {
     let apiKey: String?
     let metrics: HostMetrics
     /// Each route's request counters, made at its first request.
-    private let routeMetrics = Mutex<[String: RouteMetrics]>([:])
+    private let routeMetrics = Lock<[String: RouteMetrics]>([:])
     let media: MediaSettings?
     let web: WebSettings?
     /// The largest JSON body; media uploads have their own limit.
     let maximumBodyBytes: Int
     /// Messages a user may send a minute (0: no limit), as sliding one-minute windows.
     let messagesPerMinute: Int
-    let sendWindows = Mutex<[String: [Double]]>([:])
+    let sendWindows = Lock<[String: [Double]]>([:])
     let routes: [Route]
 
     public init(
@@ -326,7 +326,7 @@ final class RouteMetrics: Sendable {
     private let buckets: [HostMetrics.Counter]
     private let count: HostMetrics.Counter
     private let sum: HostMetrics.Counter
-    private let statuses = Mutex<[Int: HostMetrics.Counter]>([:])
+    private let statuses = Lock<[Int: HostMetrics.Counter]>([:])
 
     init(_ metrics: HostMetrics, route: String) {
         self.metrics = metrics

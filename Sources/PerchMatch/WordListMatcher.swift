@@ -1,6 +1,6 @@
 import CHyperscan
 import Glibc
-import Synchronization
+import PerchLock
 
 /// Many word lists matched in one pass: every word of every list is compiled into one Hyperscan
 /// database, so a message costs one scan whatever the number of lists and words (5,000 words
@@ -12,7 +12,7 @@ import Synchronization
 public final class WordListMatcher: @unchecked Sendable {
     private let database: OpaquePointer?
     private let prototype: OpaquePointer?
-    private let scratches = Mutex<[Scratch]>([])
+    private let scratches = Lock<[Scratch]>([])
     public let listCount: Int
 
     /// A word list that could not be compiled.

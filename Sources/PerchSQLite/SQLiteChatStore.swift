@@ -2,8 +2,8 @@ import CSQLite
 import Dispatch
 import Foundation
 import PerchChat
+import PerchLock
 import PerchService
-import Synchronization
 
 /// The chat store on SQLite: WAL, one writer thread with group commit, a pool of readers.
 ///
@@ -22,7 +22,7 @@ public final class SQLiteChatStore: ChatStore {
 
     public let path: String
     private let writer: Writer
-    private let readers: Mutex<[ConnectionBox]>
+    private let readers: Lock<[ConnectionBox]>
     private let readerPath: String
     private let notifier = EventNotifier()
     /// Recent committed events, decoded: consumers read what was just written, or what another
@@ -78,7 +78,7 @@ public final class SQLiteChatStore: ChatStore {
             connection: ConnectionBox(connection: connection), maximumBatch: maximumBatch, notifier: notifier,
             cache: cache, memberships: memberships, checkpointer: checkpointer)
         readerPath = path
-        readers = Mutex([])
+        readers = Lock([])
         // Each tick looks for events other processes committed (pages come from memory while
         // nothing is missing), then wakes every waiting consumer.
         timer.setEventHandler { [weak self] in
@@ -311,7 +311,7 @@ final class Writer: Sendable {
     enum Owner { case none, caller, thread }
     enum Next { case refused, queued, wake, lead([Job]) }
 
-    private let state: Mutex<(jobs: [Job], closed: Bool, owner: Owner)>
+    private let state: Lock<(jobs: [Job], closed: Bool, owner: Owner)>
     private let signal = DispatchSemaphore(value: 0)
     private let done = DispatchSemaphore(value: 0)
     private let maximumBatch: Int
@@ -333,7 +333,7 @@ final class Writer: Sendable {
         memberships: Memberships, checkpointer: Checkpointer
     ) {
         self.checkpointer = checkpointer
-        state = Mutex((jobs: [], closed: false, owner: .none))
+        state = Lock((jobs: [], closed: false, owner: .none))
         self.maximumBatch = maximumBatch
         self.connection = connection
         self.notifier = notifier
@@ -523,7 +523,7 @@ final class OutcomeBox<T>: @unchecked Sendable {
 
 /// Wakes consumers when events are committed.
 final class EventNotifier: Sendable {
-    private let state = Mutex<
+    private let state = Lock<
         (latest: Int64, closed: Bool, next: Int, waiters: [Int: (Int64, CheckedContinuation<Void, Never>)])
     >(
         (0, false, 0, [:]))
@@ -580,12 +580,12 @@ final class EventNotifier: Sendable {
 /// last `capacity`). Only committed events enter it (from the writer after the commit, or from a
 /// reader that decoded one), and an event never changes once written, so a hit is always right.
 final class EventCache: Sendable {
-    private let slots: Mutex<[CachedEvent?]>
+    private let slots: Lock<[CachedEvent?]>
     let capacity: Int
 
     init(capacity: Int) {
         self.capacity = capacity
-        slots = Mutex(Array(repeating: nil, count: capacity))
+        slots = Lock(Array(repeating: nil, count: capacity))
     }
 
     /// Keeps `entries`; an entry never replaces one of the same event that knows its audience.
@@ -620,7 +620,7 @@ struct CachedEvent: Sendable {
 /// or removes a member starts a new one (and so does another process, whose commits the poll
 /// finds: pages then come from the database until the cache holds every event again).
 final class Memberships: Sendable {
-    private let state = Mutex((generation: 0, groups: [String: (generation: Int, groups: Set<String>)]()))
+    private let state = Lock((generation: 0, groups: [String: (generation: Int, groups: Set<String>)]()))
 
     var generation: Int { state.withLock { $0.generation } }
 
@@ -685,7 +685,7 @@ final class Checkpointer: Sendable {
 
     private let wake = DispatchSemaphore(value: 0)
     private let done = DispatchSemaphore(value: 0)
-    private let state = Mutex(State())
+    private let state = Lock(State())
     let threshold: Int32
 
     init(path: String, synchronous: SQLiteChatStore.Synchronous, threshold: Int32 = 2_000) throws {

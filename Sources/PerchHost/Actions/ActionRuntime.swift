@@ -1,7 +1,7 @@
 import Foundation
 import PerchChat
+import PerchLock
 import PerchService
-import Synchronization
 
 /// Where every outgoing action of one bot goes: rate limits, loop-guard metadata, muids, metrics.
 final class ActionRuntime: Sendable {
@@ -10,7 +10,7 @@ final class ActionRuntime: Sendable {
     let metrics: HostMetrics
     let botName: String
     let botLimiter: TokenBucket
-    let conversationLimiters: Mutex<[String: TokenBucket]>
+    let conversationLimiters: Lock<[String: TokenBucket]>
     let perConversationPerMinute: Int
     let burst: Int
     let now: @Sendable () -> Double
@@ -30,7 +30,7 @@ final class ActionRuntime: Sendable {
         self.botName = botName
         sends = metrics.counter("perch_actions_total", ["bot": botName, "action": "send"])
         self.botLimiter = TokenBucket(perMinute: perMinute, burst: burst)
-        self.conversationLimiters = Mutex([:])
+        self.conversationLimiters = Lock([:])
         self.perConversationPerMinute = perConversationPerMinute
         self.burst = burst
         self.now = now
@@ -129,14 +129,14 @@ enum LoopGuard {
 
 /// A token bucket: `burst` actions at once, refilled at `perMinute`.
 final class TokenBucket: Sendable {
-    private let state: Mutex<(tokens: Double, at: Double?)>
+    private let state: Lock<(tokens: Double, at: Double?)>
     let perSecond: Double
     let capacity: Double
 
     init(perMinute: Int, burst: Int) {
         perSecond = Double(perMinute) / 60
         capacity = Double(max(1, burst))
-        state = Mutex((Double(max(1, burst)), nil))
+        state = Lock((Double(max(1, burst)), nil))
     }
 
     func take(at time: Double) -> Bool {
@@ -158,14 +158,14 @@ final class TokenBucket: Sendable {
 public final class HostMetrics: Sendable {
     /// One series: a value behind its own lock.
     public final class Counter: Sendable {
-        private let value = Mutex<Double>(0)
+        private let value = Lock<Double>(0)
 
         public func add(_ amount: Double = 1) { value.withLock { $0 += amount } }
         func set(_ amount: Double) { value.withLock { $0 = amount } }
         var current: Double { value.withLock { $0 } }
     }
 
-    private let series = Mutex<[String: Counter]>([:])
+    private let series = Lock<[String: Counter]>([:])
 
     public init() {}
 
@@ -222,7 +222,7 @@ public final class HostEventBus: Sendable {
         case threadSubscriptionChanged(parentMessageId: Int64, uid: String, isSubscribed: Bool)
     }
 
-    private let listeners = Mutex<[String: @Sendable (Event) async -> Void]>([:])
+    private let listeners = Lock<[String: @Sendable (Event) async -> Void]>([:])
 
     public init() {}
 

@@ -1,6 +1,7 @@
 import Foundation
 import PerchChat
 import PerchConfig
+import PerchLock
 import PerchMatch
 import PerchService
 import Synchronization
@@ -355,7 +356,7 @@ final class BotRuntime: Sendable {
 
 /// Word-list results by message, so several bots seeing one message scan it once.
 final class MatchCache: Sendable {
-    private let entries = Mutex<[MatchKey: Set<Int>]>([:])
+    private let entries = Lock<[MatchKey: Set<Int>]>([:])
 
     struct MatchKey: Hashable {
         var id: Int64
@@ -377,7 +378,7 @@ final class MatchCache: Sendable {
 
 /// Sends a lane queued without waiting for their commits; awaited before the cursor moves.
 final class SendPipeline: Sendable {
-    private let waits = Mutex<[@Sendable () async -> Void]>([])
+    private let waits = Lock<[@Sendable () async -> Void]>([])
     private let following = Atomic<Bool>(false)
 
     /// Whether the lane has more events in hand after the one being handled.

@@ -1,11 +1,11 @@
 import Foundation
 import PerchChat
 import PerchConfig
+import PerchLock
 import PerchMatch
 import PerchSQLite
 import PerchService
 import PerchYAML
-import Synchronization
 
 /// The long-running host: opens the chat service, seeds it, runs every bot on its own user's event
 /// stream until stopped, and reloads the configuration on request.
@@ -64,7 +64,7 @@ public actor BotHost {
     public nonisolated let bus = HostEventBus()
     public private(set) var service: ChatService?
     var store: SQLiteChatStore?
-    let runtimes = Mutex<[String: BotRuntime]>([:])
+    let runtimes = Lock<[String: BotRuntime]>([:])
     var consumers: [String: Task<Void, Never>] = [:]
     var scheduler: Task<Void, Never>?
     let matchCache = MatchCache()

@@ -1,5 +1,5 @@
 import Foundation
-import Synchronization
+import PerchLock
 
 /// The host's log: one line per record, as text (`2026-11-29T12:00:00Z info bot=helper message`) or
 /// JSON (`--log-format json`). Secrets never reach it: nothing logs the API key or request bodies.
@@ -87,7 +87,7 @@ public final class HostLogger: Sendable {
 
 /// The last 1,000 records, shared by a logger and the loggers made from it.
 final class MemoryLog: Sendable {
-    private let storage = Mutex<[String]>([])
+    private let storage = Lock<[String]>([])
 
     func append(_ line: String) {
         storage.withLock { records in

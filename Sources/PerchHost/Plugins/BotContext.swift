@@ -1,7 +1,7 @@
 import PerchChat
 import PerchConfig
+import PerchLock
 import PerchService
-import Synchronization
 
 /// What a rule's actions and a plugin's hooks act through: the event, the bot, and every action
 /// of the rule vocabulary, made as the bot's user.
@@ -262,7 +262,7 @@ public struct PluginStorage: Sendable {
 
 /// Numbers the sends made while handling one event (for their deterministic muids).
 final class SendCounter: Sendable {
-    private let count = Mutex(0)
+    private let count = Lock(0)
 
     func next() -> Int {
         count.withLock { value in

@@ -1,7 +1,7 @@
 import Foundation
 import PerchChat
+import PerchLock
 import PerchYAML
-import Synchronization
 
 /// An out-of-process plugin in any language: JSON-RPC 2.0, one JSON object per line, on the
 /// child's stdin and stdout.
@@ -22,7 +22,7 @@ import Synchronization
 /// restarted on the next event; lines that are not JSON are logged and skipped. None of it stops
 /// any other bot.
 // `@unchecked Sendable`: every mutable part (the child process, its pipes, pending requests,
-// contexts, hooks) sits behind a Mutex; the rest is immutable.
+// contexts, hooks) sits behind a lock; the rest is immutable.
 final class ExternalPlugin: BotPlugin, @unchecked Sendable {
     typealias Configuration = NoConfiguration
     static let name = "external"
@@ -31,13 +31,13 @@ final class ExternalPlugin: BotPlugin, @unchecked Sendable {
     let command: [String]
     let timeout: Duration
     let config: JSONValue
-    private let state = Mutex<State>(State())
+    private let state = Lock<State>(State())
     /// Contexts of the host's requests in flight, by request id, for the plugin's own calls.
-    private let contexts = Mutex<[Int: BotContext]>([:])
+    private let contexts = Lock<[Int: BotContext]>([:])
     /// One writer at a time on the child's stdin.
-    private let writing = Mutex(())
+    private let writing = Lock(())
     // Set by the host before the first event; read under the lock.
-    private let hooks = Mutex<(logger: HostLogger?, metrics: HostMetrics?, bot: BotIdentity?)>((nil, nil, nil))
+    private let hooks = Lock<(logger: HostLogger?, metrics: HostMetrics?, bot: BotIdentity?)>((nil, nil, nil))
 
     struct State {
         var process: Process?

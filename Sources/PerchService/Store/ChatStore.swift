@@ -1,5 +1,5 @@
 import PerchChat
-import Synchronization
+import PerchLock
 
 /// Where the chat service keeps its state. SQLite today; a PostgreSQL store (several hosts, one
 /// database) implements the same protocols.
@@ -269,7 +269,7 @@ extension ChatStore {
 
 /// A write queued with ``ChatStore/submit(_:callerGoesOn:)``: its result once committed.
 public final class PendingWrite<T: Sendable>: Sendable {
-    private let state = Mutex<
+    private let state = Lock<
         (
             result: Result<T, any Error>?, waiters: [CheckedContinuation<Result<T, any Error>, Never>],
             observers: [@Sendable (Result<T, any Error>) -> Void]

@@ -1,5 +1,5 @@
 import Foundation
-import Synchronization
+import PerchLock
 
 /// Where the service reads the time: epoch seconds. Tests use ``ManualClock``.
 public protocol ChatClock: Sendable {
@@ -14,9 +14,9 @@ public struct SystemClock: ChatClock {
 
 /// A clock that moves only when told, for second-granular behaviour in tests.
 public final class ManualClock: ChatClock {
-    private let current: Mutex<Int64>
+    private let current: Lock<Int64>
 
-    public init(_ start: Int64 = 1_800_000_000) { current = Mutex(start) }
+    public init(_ start: Int64 = 1_800_000_000) { current = Lock(start) }
 
     public func now() -> Int64 { current.withLock { $0 } }
 

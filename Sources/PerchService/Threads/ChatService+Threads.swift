@@ -1,5 +1,5 @@
 import PerchChat
-import Synchronization
+import PerchLock
 
 extension ChatService {
     /// Subscribes `uid` to the thread of `parentMessageId`. Idempotent; allowed on a message with no
@@ -163,7 +163,7 @@ public final class ThreadsRequest: Sendable {
     let service: ChatService
     public let options: Options
     let viewer: String
-    private let state = Mutex<(cursor: ThreadCursor?, seen: Set<Int64>, hasMore: Bool)>((nil, [], true))
+    private let state = Lock<(cursor: ThreadCursor?, seen: Set<Int64>, hasMore: Bool)>((nil, [], true))
 
     init(service: ChatService, options: Options, viewer: String) {
         self.service = service

@@ -1,6 +1,6 @@
 import Dispatch
 import PerchChat
-import Synchronization
+import PerchLock
 
 extension ChatService {
     /// Registers a user.
@@ -95,7 +95,7 @@ extension ChatService {
 /// Users read in the last second, by uid. Users are never deleted, so a remembered user exists; at
 /// worst its name or role is a second old when another process changed it.
 final class RecentUsers: Sendable {
-    private let entries = Mutex<[String: (user: User, at: UInt64)]>([:])
+    private let entries = Lock<[String: (user: User, at: UInt64)]>([:])
     static let lifetime: UInt64 = 1_000_000_000
 
     subscript(uid: String) -> User? {

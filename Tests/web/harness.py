@@ -5,6 +5,7 @@ import os
 import secrets
 import shutil
 import signal
+import sys
 import socket
 import subprocess
 import tempfile
@@ -89,6 +90,11 @@ class Server:
         return self.api("POST", "/v3/messages", body, as_uid=as_uid)
 
     def stop(self):
+        if self.process.poll() is not None:
+            # The host ended before its tests did: show why (its log goes away with the directory).
+            self.log.flush()
+            with open(self.log.name) as f:
+                sys.stderr.write(f"\nperch exited early (status {self.process.returncode}); its log:\n{f.read()}\n")
         self.process.send_signal(signal.SIGTERM)
         try:
             self.process.wait(10)

@@ -2,6 +2,7 @@ import Dispatch
 import Foundation
 import PerchChat
 import PerchHost
+import PerchLock
 import PerchService
 
 extension PerchAPI {
@@ -164,10 +165,8 @@ extension PerchAPI {
 /// connection's thread is busy sending, the loop waits: a slow client holds back its own stream,
 /// not the buffer's size. Once the client is gone, the loop's last steps run on the shared pool.
 final class ChatEventSource: EventStreamSource, @unchecked Sendable {
-    // `buffer` and `finished` are guarded by `lock`.
-    private let lock = NSLock()
-    private var buffer: [UInt8]
-    private var finished = false
+    /// Frames not yet handed to the connection, and whether the stream is over.
+    private let state: Lock<(buffer: [UInt8], finished: Bool)>
     private let executor = ThreadExecutor()
     private var task: Task<Void, Never>?
     let metrics: HostMetrics
@@ -176,7 +175,7 @@ final class ChatEventSource: EventStreamSource, @unchecked Sendable {
     /// the frames of a page written straight into the buffer.
     init(service: ChatService, uid: String, session: String, after: Int64, metrics: HostMetrics) {
         self.metrics = metrics
-        buffer = Array("event: perch.session\ndata: {\"session\":\"\(session)\"}\n\n".utf8)
+        state = Lock((Array("event: perch.session\ndata: {\"session\":\"\(session)\"}\n\n".utf8), false))
         metrics.increment("perch_sse_connections", by: 1)
         // The task keeps its source until it ends, which `close` makes happen.
         task = Task(executorPreference: executor) { [self] in
@@ -196,16 +195,12 @@ final class ChatEventSource: EventStreamSource, @unchecked Sendable {
     }
 
     func append(_ bytes: [UInt8]) {
-        lock.lock()
-        buffer += bytes
-        lock.unlock()
+        state.withLock { $0.buffer += bytes }
         executor.signal()
     }
 
     func finish() {
-        lock.lock()
-        finished = true
-        lock.unlock()
+        state.withLock { $0.finished = true }
         executor.signal()
     }
 
@@ -220,18 +215,15 @@ final class ChatEventSource: EventStreamSource, @unchecked Sendable {
                         + timeout.components.attoseconds / 1_000_000_000))
         while true {
             let ran = executor.runPending()
-            lock.lock()
-            if !buffer.isEmpty {
-                let chunk = buffer
-                buffer.removeAll(keepingCapacity: true)
-                lock.unlock()
-                return chunk
+            // The frames so far (nil: the stream is over), or none yet.
+            let taken = state.withLock { state -> [UInt8]?? in
+                if !state.buffer.isEmpty {
+                    defer { state.buffer = [] }
+                    return .some(state.buffer)
+                }
+                return state.finished ? .some(nil) : .none
             }
-            if finished {
-                lock.unlock()
-                return nil
-            }
-            lock.unlock()
+            if let taken { return taken }
             if !ran, !executor.waitForWork(until: deadline) { return [] }
         }
     }

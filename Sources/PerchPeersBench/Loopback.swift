@@ -343,8 +343,8 @@ func runLoopback(_ options: Options, perch: String, configPath: String) async th
         }
     }
     let injector = LoopbackInjector(
-        port: port, key: key, lanes: Int(environment["PERCH_BENCH_LANES"] ?? "") ?? 4,
-        depth: Int(environment["PERCH_BENCH_DEPTH"] ?? "") ?? 16)
+        port: port, key: key, lanes: max(1, Int(environment["PERCH_BENCH_LANES"] ?? "") ?? 4),
+        depth: max(1, Int(environment["PERCH_BENCH_DEPTH"] ?? "") ?? 16))
     var result = try await runPhases(options, injector: injector, router: router, spawnedAt: spawnedAt)
     kill(pid, SIGTERM)
     var usage = rusage()

@@ -359,6 +359,7 @@ final class Writer: Sendable {
             run: { tx in
                 let db = tx.db
                 let appended = tx.appended.count
+                let lastSequence = tx.lastEventSequence
                 do {
                     try db.run("SAVEPOINT job")
                     do {
@@ -368,6 +369,8 @@ final class Writer: Sendable {
                         _ = try? db.run("ROLLBACK TO job")
                         _ = try? db.run("RELEASE job")
                         tx.appended.removeSubrange(appended...)
+                        // An event the body appended is gone: it must not count as committed.
+                        tx.lastEventSequence = lastSequence
                         tx.reference?.forget()
                         outcome.result = .failure(error)
                     }

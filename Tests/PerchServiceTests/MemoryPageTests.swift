@@ -53,6 +53,49 @@ import Testing
         }
     }
 
+    /// A write whose body appended an event and then failed leaves no trace: its event does not
+    /// count as committed (it did, and every page after it was read from the database while
+    /// streams woke for an event that did not exist), whether the write ran alone in its
+    /// transaction or last of a batch.
+    @Test func anEventOfAFailedWriteNeverCountsAsCommitted() async throws {
+        struct Refused: Error {}
+        @Sendable func appendThenFail(_ tx: any ChatWriteTransaction) throws {
+            _ = try tx.appendEvent(
+                ChatEvent(name: .textMessageReceived, conversationId: "group_g", createdAt: 0),
+                audience: EventAudience(group: "g"))
+            throw Refused()
+        }
+        try await withChat { chat in
+            try await chat.say("before", as: "bob")
+            // Alone in its transaction.
+            await #expect(throws: Refused.self) { try await chat.store.write(appendThenFail) }
+            try await expectSamePages(chat, "after a lone failed write")
+            // Queued behind others: the batch's last body fails after appending.
+            var pending: [PendingWrite<Void>] = []
+            for index in 0..<40 {
+                pending.append(
+                    chat.store.submit(
+                        { tx in
+                            guard index % 2 == 0 else { return try appendThenFail(tx) }
+                            _ = try tx.appendEvent(
+                                ChatEvent(name: .textMessageReceived, conversationId: "group_g", createdAt: 0),
+                                audience: EventAudience(group: "g"))
+                        }, callerGoesOn: index < 39))
+            }
+            for (index, write) in pending.enumerated() {
+                if index % 2 == 0 {
+                    try await write.value
+                } else {
+                    await #expect(throws: Refused.self) { try await write.value }
+                }
+            }
+            try await expectSamePages(chat, "after queued failed writes")
+            // The next event takes the sequence the failed one had, and is read from memory too.
+            try await chat.say("after", as: "bob")
+            try await expectSamePages(chat, "after the next send")
+        }
+    }
+
     @Test func anotherProcesssCommitsAreReadFromTheDatabaseAndItsMemberChangesCount() async throws {
         try await withChat { chat in
             try await chat.say("one", as: "bob")

@@ -1,0 +1,93 @@
+import PerchMatch
+import Testing
+
+/// Word lists (`contains_words`): whole words, ignoring case. An occurrence counts unless it splits a
+/// word of the text (a word character, an ASCII letter, digit or `_`, at its edge continues outside).
+@Suite struct WordListMatcherTests {
+    @Test func wordsMatchWholeAndIgnoringCase() throws {
+        let matcher = try WordListMatcher(lists: [["spam"], ["bad word", "-x-"], ["école", "c++"]])
+        #expect(matcher.listCount == 3)
+        #expect(matcher.matchingLists(in: "SPAM!") == [0])
+        #expect(matcher.matchingLists(in: "spammer, antispam, spam_bot, spam2") == [])
+        // The first occurrence is inside a word, the second stands alone.
+        #expect(matcher.matchingLists(in: "antispam then spam") == [0])
+        #expect(matcher.matchingLists(in: "a Bad Word here") == [1])
+        #expect(matcher.matchingLists(in: "a bad wordy thing") == [])
+        // A word that starts or ends with punctuation is found beside anything on that side (where
+        // `\bc\+\+\b` would never find a lone "c++").
+        #expect(matcher.matchingLists(in: "a -x- b") == [1])
+        #expect(matcher.matchingLists(in: "a-x-b") == [1])
+        #expect(matcher.matchingLists(in: "I write C++.") == [2])
+        #expect(matcher.matchingLists(in: "c++") == [2])
+        #expect(matcher.matchingLists(in: "xc++") == [])
+        // Non-ASCII letters fold case; beside them is no ASCII word.
+        #expect(matcher.matchingLists(in: "L'ÉCOLE est là") == [2])
+        #expect(matcher.matchingLists(in: "éspam") == [0])
+        #expect(matcher.matchingLists(in: "spamé and écolex") == [0])
+        // Every list at once.
+        #expect(matcher.matchingLists(in: "spam, a bad word and c++") == [0, 1, 2])
+        #expect(matcher.matchingLists(in: "") == [])
+        #expect(try WordListMatcher(lists: [[" ", ""]]).matchingLists(in: "anything") == [])
+    }
+
+    /// Random texts and words against the definition: a list is hit when one of its words occurs,
+    /// ignoring ASCII case, and no word byte at the occurrence's edge has a word byte beside it.
+    @Test func randomTextsAgreeWithTheDefinition() throws {
+        var generator = SplitMix(seed: 8)
+        let alphabet = Array("abAB_1 -.!é".unicodeScalars).map(String.init)
+        func random(_ length: Int) -> String {
+            (0..<length).map { _ in alphabet[Int(generator.next() % UInt64(alphabet.count))] }.joined()
+        }
+        for round in 0..<300 {
+            let lists = (0..<3).map { _ in (0..<3).map { _ in random(1 + Int(generator.next() % 3)) } }
+            let matcher = try WordListMatcher(lists: lists)
+            for _ in 0..<20 {
+                let text = random(Int(generator.next() % 16))
+                let expected = Set(
+                    lists.indices.filter { index in
+                        lists[index].contains { word in Self.occursWhole(word, in: text) }
+                    })
+                #expect(matcher.matchingLists(in: text) == expected, "round \(round): \(lists) in \(text)")
+            }
+        }
+    }
+
+    static func occursWhole(_ word: String, in text: String) -> Bool {
+        func lowered(_ bytes: some Sequence<UInt8>) -> [UInt8] {
+            bytes.map { (65...90).contains($0) ? $0 + 32 : $0 }
+        }
+        func isWord(_ byte: UInt8?) -> Bool {
+            guard let byte else { return false }
+            return (48...57).contains(byte) || (65...90).contains(byte) || (97...122).contains(byte) || byte == 95
+        }
+        let needle = lowered(word.trimmingCharacters(in: " ").utf8)
+        let haystack = lowered(text.utf8)
+        guard !needle.isEmpty, needle.count <= haystack.count else { return false }
+        for start in 0...(haystack.count - needle.count) where Array(haystack[start..<start + needle.count]) == needle {
+            let end = start + needle.count
+            let before = start > 0 ? haystack[start - 1] : nil
+            let after = end < haystack.count ? haystack[end] : nil
+            if !(isWord(needle.first) && isWord(before)), !(isWord(needle.last) && isWord(after)) { return true }
+        }
+        return false
+    }
+}
+
+/// A small deterministic generator, so a failure can be replayed.
+struct SplitMix {
+    var state: UInt64
+    init(seed: UInt64) { state = seed }
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var value = state
+        value = (value ^ (value >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        value = (value ^ (value >> 27)) &* 0x94D0_49BB_1331_11EB
+        return value ^ (value >> 31)
+    }
+}
+
+extension String {
+    fileprivate func trimmingCharacters(in set: Character) -> String {
+        String(drop { $0 == set }.reversed().drop { $0 == set }.reversed())
+    }
+}

@@ -96,6 +96,25 @@ import Testing
         }
     }
 
+    /// The same through the service: adding two members where the second does not exist announces
+    /// the first one's join, then refuses the whole call.
+    @Test func aRefusedCallThatHadAnnouncedSomethingAnnouncesNothing() async throws {
+        try await withChat { chat in
+            try await chat.say("before", as: "bob")
+            let latest = try await chat.store.latestEventSequence()
+            do {
+                try await chat.service.addMembers(
+                    to: "g", [("erin", .participant), ("nobody", .participant)], by: "alice")
+                Issue.record("adding a user who does not exist was accepted")
+            } catch {
+                #expect((error as? ChatError)?.code == .uidNotFound)
+            }
+            #expect(try await chat.store.latestEventSequence() == latest)
+            try await expectSamePages(chat, "after the refused call")
+            #expect(try await chat.service.events(for: "erin", after: 0).events.isEmpty)
+        }
+    }
+
     @Test func anotherProcesssCommitsAreReadFromTheDatabaseAndItsMemberChangesCount() async throws {
         try await withChat { chat in
             try await chat.say("one", as: "bob")

@@ -98,16 +98,20 @@ final class RecentUsers: Sendable {
     private let entries = Lock<[String: (user: User, at: UInt64)]>([:])
     static let lifetime: UInt64 = 1_000_000_000
 
-    subscript(uid: String) -> User? {
-        let now = DispatchTime.now().uptimeNanoseconds
-        return entries.withLock { entries in
-            guard let entry = entries[uid], now - entry.at < Self.lifetime else { return nil }
+    subscript(uid: String) -> User? { user(uid, at: DispatchTime.now().uptimeNanoseconds) }
+
+    /// The user remembered less than a second before `now`. `now` is read before the lock, so
+    /// another thread may have remembered the user since, at a later time: that entry is fresh too.
+    /// (`now - entry.at` overflowed there and stopped the process: a crash under concurrent
+    /// requests for one user.)
+    func user(_ uid: String, at now: UInt64) -> User? {
+        entries.withLock { entries in
+            guard let entry = entries[uid], now < entry.at + Self.lifetime else { return nil }
             return entry.user
         }
     }
 
-    func remember(_ user: User) {
-        let now = DispatchTime.now().uptimeNanoseconds
+    func remember(_ user: User, at now: UInt64 = DispatchTime.now().uptimeNanoseconds) {
         entries.withLock { entries in
             if entries.count >= 4_096 { entries.removeAll(keepingCapacity: true) }
             entries[user.uid] = (user, now)

@@ -13,6 +13,7 @@ let scenarios: [String: () async throws -> Void] = [
     "send": benchmarkSend,
     "store-limit": benchmarkStoreLimit,
     "bots": benchmarkBots,
+    "wakes": benchmarkWakes,
 ]
 let requested = CommandLine.arguments.dropFirst().first
 guard requested == nil || scenarios[requested!] != nil else {

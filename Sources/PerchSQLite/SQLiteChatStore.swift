@@ -24,7 +24,7 @@ public final class SQLiteChatStore: ChatStore {
     private let writer: Writer
     private let readers: Lock<[ConnectionBox]>
     private let readerPath: String
-    private let notifier = EventNotifier()
+    let notifier = EventNotifier()
     /// Recent committed events, decoded: consumers read what was just written, or what another
     /// consumer just read, without parsing it again (every bot and every SSE session reads the
     /// same events).
@@ -40,10 +40,13 @@ public final class SQLiteChatStore: ChatStore {
     ///   damaged file; the file is never modified in those cases.
     /// `checkpointFrames`: log frames not yet copied back after which a checkpoint runs (2,000
     /// frames of 2 KiB: the 4 MiB of SQLite's own automatic checkpoint; tests make it small).
+    /// `pollInterval`: how often waiting consumers look for other processes' commits.
     public init(
-        path: String, synchronous: Synchronous = .normal, maximumBatch: Int = 512, checkpointFrames: Int32 = 2_000
+        path: String, synchronous: Synchronous = .normal, maximumBatch: Int = 512, checkpointFrames: Int32 = 2_000,
+        pollInterval: Duration = .milliseconds(250)
     ) throws {
         self.path = path
+        self.pollInterval = pollInterval
         let connection: SQLiteConnection
         do {
             connection = try SQLiteConnection(path: path, readOnly: false)
@@ -70,7 +73,9 @@ public final class SQLiteChatStore: ChatStore {
         checkpointer = try Checkpointer(path: path, synchronous: synchronous, threshold: checkpointFrames)
         checkpointer.watch(connection)
         let timer = DispatchSource.makeTimerSource(queue: .global())
-        timer.schedule(deadline: .now() + .milliseconds(250), repeating: .milliseconds(250), leeway: .milliseconds(25))
+        let interval = DispatchTimeInterval.nanoseconds(
+            Int(pollInterval.components.seconds * 1_000_000_000 + pollInterval.components.attoseconds / 1_000_000_000))
+        timer.schedule(deadline: .now() + interval, repeating: interval, leeway: .milliseconds(25))
         poller = PollTimer(source: timer)
         let latest = try connection.scalar("SELECT coalesce(max(seq), 0) FROM events") ?? 0
         notifier.advance(to: latest)
@@ -236,14 +241,18 @@ public final class SQLiteChatStore: ChatStore {
         return latest
     }
 
-    /// Waits until an event after `seq` is committed in this process, the store closes, or the
-    /// next poll tick (every `pollInterval`, so commits by other processes are seen too).
-    public func waitForEvents(after seq: Int64) async {
-        await notifier.wait(after: seq)
+    /// Waits until an event after `seq` is committed in this process (one `uid` may see, when
+    /// given), the store closes, or the next poll tick (every `pollInterval`, so commits by other
+    /// processes are seen too).
+    public func waitForEvents(after seq: Int64, for uid: String?) async {
+        await notifier.wait(after: seq, for: uid)
     }
 
     /// How often a waiting consumer looks for commits made by other processes.
-    public var pollInterval: Duration { .milliseconds(250) }
+    public let pollInterval: Duration
+
+    /// How many consumers wait for events now.
+    public var waitingConsumers: Int { notifier.waiting }
 
     public func close() async {
         poller.source.cancel()
@@ -508,7 +517,9 @@ final class Writer: Sendable {
             if tx.changedMembers { memberships.invalidate() }
             cache.insert(tx.appended)
         }
-        if commitError == nil, tx.lastEventSequence > 0 { notifier.advance(to: tx.lastEventSequence) }
+        if commitError == nil, tx.lastEventSequence > 0 {
+            notifier.advance(to: tx.lastEventSequence, committed: tx.appended, memberships: memberships)
+        }
         if mayWait && batch.count >= Self.handedOffBatch {
             let failure = commitError
             completions.async { for job in batch { job.finish(failure) } }
@@ -526,19 +537,79 @@ final class OutcomeBox<T>: @unchecked Sendable {
 
 /// Wakes consumers when events are committed.
 final class EventNotifier: Sendable {
-    private let state = Lock<
-        (latest: Int64, closed: Bool, next: Int, waiters: [Int: (Int64, CheckedContinuation<Void, Never>)])
-    >(
-        (0, false, 0, [:]))
+    /// A consumer waiting for an event after `after`; `uid` is whose events it reads (nil: any).
+    struct Waiter {
+        let after: Int64
+        let uid: String?
+        let continuation: CheckedContinuation<Void, Never>
+    }
+
+    private let state = Lock<(latest: Int64, closed: Bool, next: Int, waiters: [Int: Waiter], passedOver: Int)>(
+        (0, false, 0, [:], 0))
 
     var latest: Int64 { state.withLock { $0.latest } }
 
+    /// How many times a commit left a waiter asleep because none of its events were the waiter's.
+    var passedOver: Int { state.withLock { $0.passedOver } }
+
+    /// How many consumers are waiting.
+    var waiting: Int { state.withLock { $0.waiters.count } }
+
+    /// Wakes every waiter behind `seq` (events whose audiences are not known here: another
+    /// process's, or the newest at start).
     func advance(to seq: Int64) {
         let ready = state.withLock { state -> [CheckedContinuation<Void, Never>] in
             state.latest = max(state.latest, seq)
-            let due = state.waiters.filter { $0.value.0 < state.latest }
+            let due = state.waiters.filter { $0.value.after < state.latest }
             for key in due.keys { state.waiters[key] = nil }
-            return due.map(\.value.1)
+            return due.map(\.value.continuation)
+        }
+        for continuation in ready { continuation.resume() }
+    }
+
+    /// After this process committed `events` (in sequence order, each with its audience): wakes
+    /// only the waiters some of those events are for, by the audience's users and the groups the
+    /// waiter's user is known to be in now. Whoever cannot be ruled out is woken: a waiter for any
+    /// user, one whose groups are not remembered (or went stale: `memberships` starts a new
+    /// generation when a commit changes members, before this), one already behind these events.
+    /// A waiter left asleep reads these events' sequences as seen when something of its own comes,
+    /// or at the next poll tick. With many consumers (a stream per connected person, a bot per
+    /// room), a message wakes its conversation's, not all of them.
+    func advance(to seq: Int64, committed events: [CachedEvent], memberships: Memberships) {
+        guard let first = events.first?.event.seq else { return advance(to: seq) }
+        var groups: Set<String> = []
+        var users: Set<String> = []
+        var everyone = false
+        for entry in events {
+            guard let audience = entry.audience else {
+                everyone = true
+                break
+            }
+            if let group = audience.group { groups.insert(group) }
+            users.formUnion(audience.users)
+        }
+        if everyone { return advance(to: seq) }
+        let generation = memberships.generation
+        let ready = state.withLock { state -> [CheckedContinuation<Void, Never>] in
+            state.latest = max(state.latest, seq)
+            var ready: [CheckedContinuation<Void, Never>] = []
+            for (key, waiter) in state.waiters where waiter.after < state.latest {
+                let concerned: Bool
+                if let uid = waiter.uid, waiter.after < first, !users.contains(uid),
+                    let known = memberships.groups(of: uid, generation: generation)
+                {
+                    concerned = !known.isDisjoint(with: groups)
+                } else {
+                    concerned = true
+                }
+                if concerned {
+                    state.waiters[key] = nil
+                    ready.append(waiter.continuation)
+                } else {
+                    state.passedOver += 1
+                }
+            }
+            return ready
         }
         for continuation in ready { continuation.resume() }
     }
@@ -547,7 +618,7 @@ final class EventNotifier: Sendable {
     func wakeAll() {
         let all = state.withLock { state -> [CheckedContinuation<Void, Never>] in
             defer { state.waiters.removeAll() }
-            return state.waiters.values.map(\.1)
+            return state.waiters.values.map(\.continuation)
         }
         for continuation in all { continuation.resume() }
     }
@@ -558,7 +629,9 @@ final class EventNotifier: Sendable {
         wakeAll()
     }
 
-    func wait(after seq: Int64) async {
+    /// Returns once an event after `seq` may be there for `uid` (nil: for anyone), at the next
+    /// ``wakeAll()`` or close, or when the task is cancelled.
+    func wait(after seq: Int64, for uid: String? = nil) async {
         let id = state.withLock { state -> Int in
             state.next += 1
             return state.next
@@ -567,14 +640,14 @@ final class EventNotifier: Sendable {
             await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
                 let resumeNow = state.withLock { state -> Bool in
                     if state.closed || state.latest > seq || Task.isCancelled { return true }
-                    state.waiters[id] = (seq, continuation)
+                    state.waiters[id] = Waiter(after: seq, uid: uid, continuation: continuation)
                     return false
                 }
                 if resumeNow { continuation.resume() }
             }
         } onCancel: {
             let waiter = state.withLock { $0.waiters.removeValue(forKey: id) }
-            waiter?.1.resume()
+            waiter?.continuation.resume()
         }
     }
 }

@@ -268,7 +268,7 @@ public actor BotHost {
                     (acknowledged, acknowledgedAt) = (cursor, options.monotonic())
                     continue
                 }
-                await service.waitForEvents(after: cursor)
+                await service.waitForEvents(after: cursor, for: runtime.identity.uid)
             } catch {
                 guard !Task.isCancelled else { break }
                 options.logger.error("bot \(name) stream failed: \(error); retrying", ["bot": name])

@@ -12,7 +12,10 @@ extension ChatService {
     }
 
     /// Returns once an event after `seq` is committed (or the store closes, or the task is cancelled).
-    public func waitForEvents(after seq: Int64) async { await store.waitForEvents(after: seq) }
+    /// With a `uid`, the wait may go on through events that user cannot see.
+    public func waitForEvents(after seq: Int64, for uid: String? = nil) async {
+        await store.waitForEvents(after: seq, for: uid)
+    }
 
     /// The last sequence a durable consumer acknowledged (0 when it never did).
     public func cursor(consumer: String) async throws(ChatError) -> Int64 {
@@ -42,7 +45,7 @@ extension ChatService {
             guard deliver(page.events) else { return }
             cursor = max(cursor, page.scannedThrough)
             if page.isFull { continue }
-            await waitForEvents(after: cursor)
+            await waitForEvents(after: cursor, for: uid)
         }
     }
 

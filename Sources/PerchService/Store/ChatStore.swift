@@ -23,7 +23,9 @@ public protocol ChatStore: Sendable {
     /// The sequence number of the newest committed event.
     func latestEventSequence() async throws -> Int64
     /// Returns once an event after `seq` is committed, the store closes, or the task is cancelled.
-    func waitForEvents(after seq: Int64) async
+    /// With a `uid`, the store may sleep through events that user cannot see (it wakes at least
+    /// for every one the user can, and now and then for none).
+    func waitForEvents(after seq: Int64, for uid: String?) async
     /// Closes the store; later calls fail with ``StoreClosedError``.
     func close() async
 }
@@ -37,6 +39,9 @@ public struct StoreClosedError: Error, Sendable, CustomStringConvertible {
 }
 
 extension ChatStore {
+    /// Returns once any event after `seq` is committed, the store closes, or the task is cancelled.
+    public func waitForEvents(after seq: Int64) async { await waitForEvents(after: seq, for: nil) }
+
     public func events(for uid: String, session: String?, after seq: Int64, limit: Int) async throws -> EventPage {
         try await read { tx in try tx.events(for: uid, session: session, after: seq, limit: limit) }
     }

@@ -85,11 +85,15 @@ public final class SQLiteChatStore: ChatStore {
         readerPath = path
         readers = Lock([])
         // Each tick looks for events other processes committed (pages come from memory while
-        // nothing is missing), then wakes every waiting consumer.
+        // nothing is missing): when there are some, every consumer behind them looks. Then it wakes
+        // the consumers waiting for anyone's events (a bot with a cursor to save waits so). A
+        // consumer waiting for its own user's events sleeps on through the ticks.
         timer.setEventHandler { [weak self] in
             guard let self else { return }
-            if let latest = try? self.reading({ try $0.latestSequence() }) { self.notifier.advance(to: latest) }
-            self.notifier.wakeAll()
+            if let latest = try? self.reading({ try $0.latestSequence() }), latest > self.notifier.latest {
+                self.notifier.advance(to: latest)
+            }
+            self.notifier.tick()
         }
         timer.resume()
     }
@@ -241,9 +245,9 @@ public final class SQLiteChatStore: ChatStore {
         return latest
     }
 
-    /// Waits until an event after `seq` is committed in this process (one `uid` may see, when
-    /// given), the store closes, or the next poll tick (every `pollInterval`, so commits by other
-    /// processes are seen too).
+    /// Waits until an event after `seq` is committed (one `uid` may see, when given; another
+    /// process's commits are found at the next poll tick, every `pollInterval`), or the store
+    /// closes. A wait for anyone (`uid` nil) also ends at every poll tick.
     public func waitForEvents(after seq: Int64, for uid: String?) async {
         await notifier.wait(after: seq, for: uid)
     }
@@ -489,6 +493,9 @@ final class Writer: Sendable {
         checkpointer.catchUpIfDue(db)
         let tx = SQLiteTransaction(db, coder: connection.coder, cache: nil, reference: reference)
         var commitError: Error?
+        // Whether another process committed since this connection's last batch: its events'
+        // audiences are not known here.
+        var foreign = true
         if !mayWait {
             db.busyTimeout(milliseconds: 0)
             defer { db.busyTimeout(milliseconds: SQLiteConnection.busyMilliseconds) }
@@ -503,7 +510,7 @@ final class Writer: Sendable {
         do {
             if mayWait { try db.run("BEGIN IMMEDIATE") }
             if let commitError { throw commitError }
-            try reference.check(db)
+            foreign = try reference.check(db)
             for job in batch { job.run(tx) }
             try db.run("COMMIT")
         } catch {
@@ -518,7 +525,11 @@ final class Writer: Sendable {
             cache.insert(tx.appended)
         }
         if commitError == nil, tx.lastEventSequence > 0 {
-            notifier.advance(to: tx.lastEventSequence, committed: tx.appended, memberships: memberships)
+            if foreign {
+                notifier.advance(to: tx.lastEventSequence)
+            } else {
+                notifier.advance(to: tx.lastEventSequence, committed: tx.appended, memberships: memberships)
+            }
         }
         if mayWait && batch.count >= Self.handedOffBatch {
             let failure = commitError
@@ -572,8 +583,8 @@ final class EventNotifier: Sendable {
     /// waiter's user is known to be in now. Whoever cannot be ruled out is woken: a waiter for any
     /// user, one whose groups are not remembered (or went stale: `memberships` starts a new
     /// generation when a commit changes members, before this), one already behind these events.
-    /// A waiter left asleep reads these events' sequences as seen when something of its own comes,
-    /// or at the next poll tick. With many consumers (a stream per connected person, a bot per
+    /// A waiter left asleep reads past these events when something of its own comes, or once it is
+    /// `maximumLag` events behind. With many consumers (a stream per connected person, a bot per
     /// room), a message wakes its conversation's, not all of them.
     func advance(to seq: Int64, committed events: [CachedEvent], memberships: Memberships) {
         guard let first = events.first?.event.seq else { return advance(to: seq) }
@@ -595,7 +606,8 @@ final class EventNotifier: Sendable {
             var ready: [CheckedContinuation<Void, Never>] = []
             for (key, waiter) in state.waiters where waiter.after < state.latest {
                 let concerned: Bool
-                if let uid = waiter.uid, waiter.after < first, !users.contains(uid),
+                if let uid = waiter.uid, waiter.after < first, state.latest - waiter.after <= Self.maximumLag,
+                    !users.contains(uid),
                     let known = memberships.groups(of: uid, generation: generation)
                 {
                     concerned = !known.isDisjoint(with: groups)
@@ -614,7 +626,21 @@ final class EventNotifier: Sendable {
         for continuation in ready { continuation.resume() }
     }
 
-    /// Resumes every waiter (they look again; used for the poll tick).
+    /// Resumes the waiters for anyone's events (the poll tick).
+    func tick() {
+        let due = state.withLock { state -> [CheckedContinuation<Void, Never>] in
+            let due = state.waiters.filter { $0.value.uid == nil }
+            for key in due.keys { state.waiters[key] = nil }
+            return due.map(\.value.continuation)
+        }
+        for continuation in due { continuation.resume() }
+    }
+
+    /// How far behind the newest event a waiter may sleep: past this it is woken to move its cursor,
+    /// so the events it slept through are still in the decoded-event cache (16,384) when it reads.
+    static let maximumLag: Int64 = 4_096
+
+    /// Resumes every waiter (they look again).
     func wakeAll() {
         let all = state.withLock { state -> [CheckedContinuation<Void, Never>] in
             defer { state.waiters.removeAll() }
@@ -629,8 +655,8 @@ final class EventNotifier: Sendable {
         wakeAll()
     }
 
-    /// Returns once an event after `seq` may be there for `uid` (nil: for anyone), at the next
-    /// ``wakeAll()`` or close, or when the task is cancelled.
+    /// Returns once an event after `seq` may be there for `uid` (nil: for anyone, and at every
+    /// ``tick()`` too), at close, or when the task is cancelled.
     func wait(after seq: Int64, for uid: String? = nil) async {
         let id = state.withLock { state -> Int in
             state.next += 1

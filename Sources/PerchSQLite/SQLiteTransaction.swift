@@ -883,11 +883,14 @@ final class ReferenceCache: @unchecked Sendable {
 
     /// At the start of a batch, inside its transaction: forgets everything if another connection
     /// committed since the last batch.
-    func check(_ db: SQLiteConnection) throws {
+    /// Forgets everything when another connection committed since the last check; answers whether
+    /// one did.
+    @discardableResult
+    func check(_ db: SQLiteConnection) throws -> Bool {
         let version = try db.scalar("PRAGMA data_version")
-        if version != dataVersion {
-            forget()
-            dataVersion = version
-        }
+        guard version != dataVersion else { return false }
+        forget()
+        dataVersion = version
+        return true
     }
 }

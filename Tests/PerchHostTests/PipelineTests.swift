@@ -54,3 +54,37 @@ import Testing
         }
     }
 }
+
+/// A bot in one room sleeps through another room's traffic (the store does not wake it for events
+/// it cannot see, so its saved cursor may stay behind them), and the harness still knows when every
+/// bot is done.
+@Suite struct QuietBotTests {
+    @Test func aBotInAnotherRoomSleepsThroughTrafficAndSavesItsCursorWhenItWorks() async throws {
+        let busy = botFile(
+            """
+              - on: message
+                when: { text_matches: '^n(?<n>[0-9]+)$' }
+                do: [{ reply: "r{n}" }]
+            """, extra: PipelineTests.generous)
+        let quiet = """
+            name: q
+            user: { uid: quiet, name: Quiet }
+            groups: [{ guid: other }]
+            rules:
+              - on: message
+                when: { text_matches: '^hello$' }
+                do: [{ reply: "hi" }]
+            """
+        try await withTestHost(config: hostConfig, bots: ["b.yaml": busy, "q.yaml": quiet]) { chat in
+            for index in 0..<30 { try await chat.post("n\(index)", as: "bob", to: .group("room")) }
+            // Every bot is done (the quiet one had nothing to read) without waiting for a tick.
+            #expect(try await chat.botMessages(in: .group("room")).count == 30)
+            // Its own room's message wakes it; it answers and saves its cursor past everything read.
+            let hello = try await chat.post("hello", as: "carol", to: .group("other"))
+            let answer = try await chat.waitForMessage(in: .group("other")) { $0.sender == "quiet" }
+            #expect(answer.text == "hi")
+            try await chat.settle()
+            #expect(try await chat.service.cursor(consumer: "bot:q") >= hello.id)
+        }
+    }
+}

@@ -11,12 +11,14 @@ import Testing
 @Suite struct WakeTests {
     /// A store and service where alice owns `g` with bob and dave, erin owns `h` alone, and frank is
     /// in no group; each has read a page, so the store knows their groups.
-    static func withRooms(_ body: (SQLiteChatStore, ChatService) async throws -> Void) async throws {
+    static func withRooms(
+        pollInterval: Duration = .seconds(3_600), _ body: (SQLiteChatStore, ChatService) async throws -> Void
+    ) async throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("perch-wake-\(UUID().uuidString)")
             .path
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: directory) }
-        let store = try SQLiteChatStore(path: directory + "/perch.sqlite", pollInterval: .seconds(3_600))
+        let store = try SQLiteChatStore(path: directory + "/perch.sqlite", pollInterval: pollInterval)
         let service = ChatService(store: store)
         for uid in ["alice", "bob", "dave", "erin", "frank"] { _ = try await service.createUser(uid: uid, name: uid) }
         _ = try await service.createGroup(guid: "g", name: "G", owner: "alice")
@@ -118,6 +120,71 @@ import Testing
             }
             try await stream.value
             #expect(received.withLock { $0 } == ["h 0", "h 1", "h 2"])
+        }
+    }
+
+    /// The poll tick ends the waits for anyone's events (a bot with a cursor to save waits so), not
+    /// the waits of consumers for their own user's events.
+    @Test func thePollTickWakesOnlyTheWaitsForAnyone() async throws {
+        try await Self.withRooms(pollInterval: .milliseconds(20)) { store, service in
+            let erin = try await Self.waiters(["erin"], on: store)
+            // A wait for anyone ends at a tick (nothing is committed here).
+            let latest = try await store.latestEventSequence()
+            await store.waitForEvents(after: latest, for: nil)
+            try await Task.sleep(for: .milliseconds(100))
+            #expect(store.notifier.waiting == 1)
+            erin[0].cancel()
+            await erin[0].value
+        }
+    }
+
+    /// Another process's commit is found at the next poll tick, and every consumer behind it looks
+    /// (its audience is not known here).
+    @Test func anotherProcesssCommitWakesEveryConsumerBehindIt() async throws {
+        try await Self.withRooms(pollInterval: .milliseconds(20)) { store, service in
+            let tasks = try await Self.waiters(["erin", "frank"], on: store)
+            let other = try SQLiteChatStore(path: store.path, pollInterval: .seconds(3_600))
+            _ = try await ChatService(store: other).send(MessageDraft(to: .group("h"), text: "elsewhere"), as: "erin")
+            await tasks[0].value
+            await tasks[1].value
+            let page = try await service.events(for: "erin", after: 0)
+            #expect(page.events.compactMap(\.message?.text) == ["elsewhere"])
+            await other.close()
+        }
+    }
+
+    /// Another process commits and this one commits right after, before any tick: this commit
+    /// cannot tell whom the other's events are for, so everyone behind them is woken.
+    @Test func aCommitAfterAnotherProcesssWakesEveryConsumerBehindIt() async throws {
+        try await Self.withRooms { store, service in
+            // The writer has seen the file as it is now.
+            _ = try await service.send(MessageDraft(to: .group("g"), text: "before"), as: "bob")
+            let tasks = try await Self.waiters(["erin"], on: store)
+            let other = try SQLiteChatStore(path: store.path, pollInterval: .seconds(3_600))
+            _ = try await ChatService(store: other).send(MessageDraft(to: .group("h"), text: "elsewhere"), as: "erin")
+            _ = try await service.send(MessageDraft(to: .group("g"), text: "here"), as: "bob")
+            #expect(store.notifier.waiting == 0)
+            tasks[0].cancel()
+            await tasks[0].value
+            await other.close()
+        }
+    }
+
+    /// A consumer sleeps through at most `maximumLag` events of other conversations: then it is
+    /// woken to read past them while the cache still holds them.
+    @Test func aConsumerFarBehindIsWokenToMoveOn() async throws {
+        try await Self.withRooms { store, service in
+            let tasks = try await Self.waiters(["erin"], on: store)
+            var pending: [PendingSend] = []
+            for index in 0..<Int(EventNotifier.maximumLag) + 64 {
+                pending.append(
+                    try service.queueSend(
+                        MessageDraft(to: .group("g"), text: "\(index)"), as: "bob", callerGoesOn: true))
+            }
+            for send in pending { _ = try await send.message }
+            #expect(store.notifier.waiting == 0)
+            tasks[0].cancel()
+            await tasks[0].value
         }
     }
 }

@@ -39,8 +39,8 @@ extension ChatService {
         var cursor = seq
         while !Task.isCancelled {
             // A short page scanned everything committed when it was read (its `scannedThrough` is
-            // the snapshot's newest event): wait, which returns at once when more was committed
-            // since, or at the next poll tick.
+            // the snapshot's newest event): wait for the user's next event, which returns at once
+            // when more was committed since.
             let page = try await events(for: uid, session: session, after: cursor)
             guard deliver(page.events) else { return }
             cursor = max(cursor, page.scannedThrough)

@@ -7,8 +7,9 @@ import PerchService
 /// messages, one every 4 ms (250 a second), in a room none of them is in. Measured twice in one
 /// process, the followers first waiting for any commit, then for their own user's events (what
 /// `followEvents` and the bots do): the process's CPU time per message and the followers' wake-ups.
+/// `PERCH_BENCH_FOLLOWERS` sets the number of followers (0 gives the cost of the paced sends alone).
 func benchmarkWakes() async throws {
-    let followers = 500
+    let followers = Int(ProcessInfo.processInfo.environment["PERCH_BENCH_FOLLOWERS"] ?? "") ?? 500
     let sends = 1_000
     var fields: [String: Any] = ["followers": followers, "sends": sends]
     for filtered in [false, true] {

@@ -549,10 +549,17 @@ final class OutcomeBox<T>: @unchecked Sendable {
 /// Wakes consumers when events are committed.
 final class EventNotifier: Sendable {
     /// A consumer waiting for an event after `after`; `uid` is whose events it reads (nil: any).
-    struct Waiter {
+    /// A class: a commit looks at every waiter, and a reference is one retain to look at.
+    final class Waiter {
         let after: Int64
         let uid: String?
         let continuation: CheckedContinuation<Void, Never>
+
+        init(after: Int64, uid: String?, continuation: CheckedContinuation<Void, Never>) {
+            self.after = after
+            self.uid = uid
+            self.continuation = continuation
+        }
     }
 
     private let state = Lock<(latest: Int64, closed: Bool, next: Int, waiters: [Int: Waiter], passedOver: Int)>(
@@ -600,17 +607,16 @@ final class EventNotifier: Sendable {
             users.formUnion(audience.users)
         }
         if everyone { return advance(to: seq) }
-        let generation = memberships.generation
+        let known = memberships.snapshot
         let ready = state.withLock { state -> [CheckedContinuation<Void, Never>] in
             state.latest = max(state.latest, seq)
             var ready: [CheckedContinuation<Void, Never>] = []
             for (key, waiter) in state.waiters where waiter.after < state.latest {
                 let concerned: Bool
                 if let uid = waiter.uid, waiter.after < first, state.latest - waiter.after <= Self.maximumLag,
-                    !users.contains(uid),
-                    let known = memberships.groups(of: uid, generation: generation)
+                    !users.contains(uid), let remembered = known.groups[uid], remembered.generation == known.generation
                 {
-                    concerned = !known.isDisjoint(with: groups)
+                    concerned = groups.contains { remembered.groups.contains($0) }
                 } else {
                     concerned = true
                 }
@@ -725,6 +731,12 @@ final class Memberships: Sendable {
     private let state = Lock((generation: 0, groups: [String: (generation: Int, groups: Set<String>)]()))
 
     var generation: Int { state.withLock { $0.generation } }
+
+    /// The remembered groups with the generation they were read in, and the current generation:
+    /// one lock for a commit's look at every waiting consumer (the dictionary is shared, not copied).
+    var snapshot: (generation: Int, groups: [String: (generation: Int, groups: Set<String>)]) {
+        state.withLock { ($0.generation, $0.groups) }
+    }
 
     func groups(of uid: String, generation: Int) -> Set<String>? {
         state.withLock { state in

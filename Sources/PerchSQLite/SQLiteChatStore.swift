@@ -610,6 +610,7 @@ final class EventNotifier: Sendable {
         let known = memberships.snapshot
         let ready = state.withLock { state -> [CheckedContinuation<Void, Never>] in
             state.latest = max(state.latest, seq)
+            var woken: [Int] = []
             var ready: [CheckedContinuation<Void, Never>] = []
             for (key, waiter) in state.waiters where waiter.after < state.latest {
                 let concerned: Bool
@@ -621,12 +622,14 @@ final class EventNotifier: Sendable {
                     concerned = true
                 }
                 if concerned {
-                    state.waiters[key] = nil
+                    woken.append(key)
                     ready.append(waiter.continuation)
                 } else {
                     state.passedOver += 1
                 }
             }
+            // Removed after the loop: removing while iterating would copy the whole table.
+            for key in woken { state.waiters[key] = nil }
             return ready
         }
         for continuation in ready { continuation.resume() }

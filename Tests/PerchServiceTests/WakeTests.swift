@@ -6,8 +6,8 @@ import Testing
 @testable import PerchSQLite
 
 /// A commit wakes the consumers its events are for (a stream per connected person, a bot per
-/// room), not every consumer of the host; whoever cannot be ruled out is woken. The poll tick, which
-/// wakes everyone, is an hour away here, so every wake seen is a commit's.
+/// room), not every consumer of the host; whoever cannot be ruled out is woken. The poll tick is an
+/// hour away here unless a test says otherwise, so every wake seen is a commit's.
 @Suite struct WakeTests {
     /// A store and service where alice owns `g` with bob and dave, erin owns `h` alone, and frank is
     /// in no group; each has read a page, so the store knows their groups.

@@ -38,7 +38,7 @@ import Testing
         func random(_ length: Int) -> String {
             (0..<length).map { _ in alphabet[Int(generator.next() % UInt64(alphabet.count))] }.joined()
         }
-        for round in 0..<300 {
+        for round in 0..<100 {
             let lists = (0..<3).map { _ in (0..<3).map { _ in random(1 + Int(generator.next() % 3)) } }
             let matcher = try WordListMatcher(lists: lists)
             for _ in 0..<20 {

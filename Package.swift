@@ -75,6 +75,7 @@ let package = Package(
             name: "PerchBench",
             dependencies: [
                 "PerchService", "PerchSQLite", "PerchChat", "PerchMatch", "PerchRegex", "PerchHost", "PerchConfig",
+                "PerchLock",
             ]),
         // peers-v1 against errbot, opsdroid and maubot (`make bench`; shared/bench/peers).
         .executableTarget(

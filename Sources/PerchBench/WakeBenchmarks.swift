@@ -1,5 +1,6 @@
 import Foundation
 import PerchChat
+import PerchLock
 import PerchService
 
 /// Many consumers in other rooms while one room is busy: 500 people, each in a room of their own,
@@ -24,8 +25,8 @@ func benchmarkWakes() async throws {
             _ = try await service.createGroup(guid: "room\(index)", name: "Room \(index)", owner: "p\(index)")
         }
         let latest = try await chat.store.latestEventSequence()
-        let woken = Counter()
-        let failed = Counter()
+        let woken = Lock(0)
+        let failed = Lock(0)
         let tasks = (0..<followers).map { index in
             Task {
                 let uid = "p\(index)"
@@ -35,13 +36,13 @@ func benchmarkWakes() async throws {
                     do {
                         page = try await service.events(for: uid, after: cursor)
                     } catch {
-                        failed.add()
+                        failed.withLock { $0 += 1 }
                         return
                     }
                     cursor = max(cursor, page.scannedThrough)
                     if page.isFull { continue }
                     await service.waitForEvents(after: cursor, for: filtered ? uid : nil)
-                    woken.add()
+                    woken.withLock { $0 += 1 }
                 }
             }
         }
@@ -49,11 +50,12 @@ func benchmarkWakes() async throws {
         try await Task.sleep(for: .milliseconds(300))
         _ = try await service.send(MessageDraft(to: .group("busy"), text: "warm-up"), as: "sender")
         try await Task.sleep(for: .milliseconds(500))
-        guard failed.value == 0, chat.store.waitingConsumers == followers else {
-            throw BenchFailure("\(failed.value) followers failed, \(chat.store.waitingConsumers) wait")
+        let failures = failed.withLock { $0 }
+        guard failures == 0, chat.store.waitingConsumers == followers else {
+            throw BenchFailure("\(failures) followers failed, \(chat.store.waitingConsumers) wait")
         }
         let cpuBefore = processCPUSeconds()
-        let wokenBefore = woken.value
+        let wokenBefore = woken.withLock { $0 }
         let start = DispatchTime.now().uptimeNanoseconds
         for index in 0..<sends {
             _ = try await service.send(MessageDraft(to: .group("busy"), text: "m\(index)"), as: "sender")
@@ -63,7 +65,7 @@ func benchmarkWakes() async throws {
         }
         let seconds = Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
         let cpu = processCPUSeconds() - cpuBefore
-        let wakes = woken.value - wokenBefore
+        let wakes = woken.withLock { $0 } - wokenBefore
         for task in tasks { task.cancel() }
         await chat.close()
         let key = filtered ? "own_events" : "any_commit"
@@ -73,14 +75,6 @@ func benchmarkWakes() async throws {
         fields["\(key)_follower_wakes_per_send"] = (Double(wakes) / Double(sends)).rounded3
     }
     report("wakes", fields)
-}
-
-/// A counter shared by tasks.
-final class Counter: @unchecked Sendable {
-    private let lock = NSLock()
-    private var count = 0
-    func add() { lock.withLock { count += 1 } }
-    var value: Int { lock.withLock { count } }
 }
 
 /// User and system CPU time of this process so far, in seconds.

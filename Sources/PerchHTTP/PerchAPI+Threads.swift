@@ -207,12 +207,7 @@ final class ChatEventSource: EventStreamSource, @unchecked Sendable {
     /// Runs the stream's waiting steps on this (the connection's) thread until there is something
     /// to send, the stream is over (nil), or `timeout` passed (an empty chunk: a heartbeat).
     func next(timeout: Duration) -> [UInt8]? {
-        let deadline =
-            DispatchTime.now()
-            + .nanoseconds(
-                Int(
-                    timeout.components.seconds * 1_000_000_000
-                        + timeout.components.attoseconds / 1_000_000_000))
+        let deadline = DispatchTime.now() + timeout.dispatchInterval
         while true {
             let ran = executor.runPending()
             // The frames so far (nil: the stream is over), or none yet.

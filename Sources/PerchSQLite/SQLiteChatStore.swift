@@ -73,8 +73,7 @@ public final class SQLiteChatStore: ChatStore {
         checkpointer = try Checkpointer(path: path, synchronous: synchronous, threshold: checkpointFrames)
         checkpointer.watch(connection)
         let timer = DispatchSource.makeTimerSource(queue: .global())
-        let interval = DispatchTimeInterval.nanoseconds(
-            Int(pollInterval.components.seconds * 1_000_000_000 + pollInterval.components.attoseconds / 1_000_000_000))
+        let interval = pollInterval.dispatchInterval
         timer.schedule(deadline: .now() + interval, repeating: interval, leeway: .milliseconds(25))
         poller = PollTimer(source: timer)
         let latest = try connection.scalar("SELECT coalesce(max(seq), 0) FROM events") ?? 0
@@ -576,13 +575,7 @@ final class EventNotifier: Sendable {
     /// Wakes every waiter behind `seq` (events whose audiences are not known here: another
     /// process's, or the newest at start).
     func advance(to seq: Int64) {
-        let ready = state.withLock { state -> [CheckedContinuation<Void, Never>] in
-            state.latest = max(state.latest, seq)
-            let due = state.waiters.filter { $0.value.after < state.latest }
-            for key in due.keys { state.waiters[key] = nil }
-            return due.map(\.value.continuation)
-        }
-        for continuation in ready { continuation.resume() }
+        resume(raisingLatestTo: seq) { waiter, latest in waiter.after < latest }
     }
 
     /// After this process committed `events` (in sequence order, each with its audience): wakes
@@ -597,52 +590,28 @@ final class EventNotifier: Sendable {
         guard let first = events.first?.event.seq else { return advance(to: seq) }
         var groups: Set<String> = []
         var users: Set<String> = []
-        var everyone = false
         for entry in events {
-            guard let audience = entry.audience else {
-                everyone = true
-                break
-            }
+            guard let audience = entry.audience else { return advance(to: seq) }
             if let group = audience.group { groups.insert(group) }
             users.formUnion(audience.users)
         }
-        if everyone { return advance(to: seq) }
         let known = memberships.snapshot
-        let ready = state.withLock { state -> [CheckedContinuation<Void, Never>] in
-            state.latest = max(state.latest, seq)
-            var woken: [Int] = []
-            var ready: [CheckedContinuation<Void, Never>] = []
-            for (key, waiter) in state.waiters where waiter.after < state.latest {
-                let concerned: Bool
-                if let uid = waiter.uid, waiter.after < first, state.latest - waiter.after <= Self.maximumLag,
-                    !users.contains(uid), let remembered = known.groups[uid], remembered.generation == known.generation
-                {
-                    concerned = groups.contains { remembered.groups.contains($0) }
-                } else {
-                    concerned = true
-                }
-                if concerned {
-                    woken.append(key)
-                    ready.append(waiter.continuation)
-                } else {
-                    state.passedOver += 1
-                }
-            }
-            // Removed after the loop: removing while iterating would copy the whole table.
-            for key in woken { state.waiters[key] = nil }
-            return ready
+        var passedOver = 0
+        resume(raisingLatestTo: seq) { waiter, latest in
+            guard waiter.after < latest else { return false }
+            guard let uid = waiter.uid, waiter.after < first, latest - waiter.after <= Self.maximumLag,
+                !users.contains(uid), let remembered = known.groups[uid], remembered.generation == known.generation,
+                !groups.contains(where: remembered.groups.contains)
+            else { return true }
+            passedOver += 1
+            return false
         }
-        for continuation in ready { continuation.resume() }
+        if passedOver > 0 { state.withLock { $0.passedOver += passedOver } }
     }
 
     /// Resumes the waiters for anyone's events (the poll tick).
     func tick() {
-        let due = state.withLock { state -> [CheckedContinuation<Void, Never>] in
-            let due = state.waiters.filter { $0.value.uid == nil }
-            for key in due.keys { state.waiters[key] = nil }
-            return due.map(\.value.continuation)
-        }
-        for continuation in due { continuation.resume() }
+        resume { waiter, _ in waiter.uid == nil }
     }
 
     /// How far behind the newest event a waiter may sleep: past this it is woken to move its cursor,
@@ -651,11 +620,25 @@ final class EventNotifier: Sendable {
 
     /// Resumes every waiter (they look again).
     func wakeAll() {
-        let all = state.withLock { state -> [CheckedContinuation<Void, Never>] in
-            defer { state.waiters.removeAll() }
-            return state.waiters.values.map(\.continuation)
+        resume { _, _ in true }
+    }
+
+    /// Raises the newest sequence to `seq` (when given), takes the waiters `wakes` picks (it sees
+    /// each waiter and the newest sequence, under the lock) and resumes them outside the lock.
+    private func resume(raisingLatestTo seq: Int64? = nil, where wakes: (Waiter, Int64) -> Bool) {
+        let ready = state.withLock { state -> [CheckedContinuation<Void, Never>] in
+            if let seq { state.latest = max(state.latest, seq) }
+            var picked: [Int] = []
+            var ready: [CheckedContinuation<Void, Never>] = []
+            for (key, waiter) in state.waiters where wakes(waiter, state.latest) {
+                picked.append(key)
+                ready.append(waiter.continuation)
+            }
+            // Removed after the loop: removing while iterating would copy the whole table.
+            for key in picked { state.waiters[key] = nil }
+            return ready
         }
-        for continuation in all { continuation.resume() }
+        for continuation in ready { continuation.resume() }
     }
 
     /// Resumes every waiter; later waits return at once.

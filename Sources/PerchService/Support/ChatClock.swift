@@ -24,3 +24,10 @@ public final class ManualClock: ChatClock {
 
     public func set(_ seconds: Int64) { current.withLock { $0 = seconds } }
 }
+
+extension Duration {
+    /// This duration for Dispatch's timers and waits (to the nanosecond).
+    public var dispatchInterval: DispatchTimeInterval {
+        .nanoseconds(Int(components.seconds * 1_000_000_000 + components.attoseconds / 1_000_000_000))
+    }
+}

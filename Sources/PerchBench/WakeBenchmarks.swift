@@ -10,7 +10,7 @@ import PerchService
 /// `followEvents` and the bots do): the process's CPU time per message and the followers' wake-ups.
 /// `PERCH_BENCH_FOLLOWERS` sets the number of followers (0 gives the cost of the paced sends alone).
 func benchmarkWakes() async throws {
-    let followers = Int(ProcessInfo.processInfo.environment["PERCH_BENCH_FOLLOWERS"] ?? "") ?? 500
+    let followers = max(0, Int(ProcessInfo.processInfo.environment["PERCH_BENCH_FOLLOWERS"] ?? "") ?? 500)
     let sends = 1_000
     var fields: [String: Any] = ["followers": followers, "sends": sends]
     for filtered in [false, true] {

@@ -40,13 +40,14 @@ public final class SQLiteChatStore: ChatStore {
     ///   damaged file; the file is never modified in those cases.
     /// `checkpointFrames`: log frames not yet copied back after which a checkpoint runs (2,000
     /// frames of 2 KiB: the 4 MiB of SQLite's own automatic checkpoint; tests make it small).
-    /// `pollInterval`: how often waiting consumers look for other processes' commits.
+    /// `pollInterval`: how often waiting consumers look for other processes' commits (at least 1 ms).
     public init(
         path: String, synchronous: Synchronous = .normal, maximumBatch: Int = 512, checkpointFrames: Int32 = 2_000,
         pollInterval: Duration = .milliseconds(250)
     ) throws {
         self.path = path
-        self.pollInterval = pollInterval
+        // A zero or negative interval would make the timer fire without pause.
+        self.pollInterval = max(pollInterval, .milliseconds(1))
         let connection: SQLiteConnection
         do {
             connection = try SQLiteConnection(path: path, readOnly: false)
@@ -73,7 +74,7 @@ public final class SQLiteChatStore: ChatStore {
         checkpointer = try Checkpointer(path: path, synchronous: synchronous, threshold: checkpointFrames)
         checkpointer.watch(connection)
         let timer = DispatchSource.makeTimerSource(queue: .global())
-        let interval = pollInterval.dispatchInterval
+        let interval = self.pollInterval.dispatchInterval
         timer.schedule(deadline: .now() + interval, repeating: interval, leeway: .milliseconds(25))
         poller = PollTimer(source: timer)
         let latest = try connection.scalar("SELECT coalesce(max(seq), 0) FROM events") ?? 0

@@ -187,4 +187,14 @@ import Testing
             await tasks[0].value
         }
     }
+
+    /// A poll interval of zero (or less) is taken as 1 ms: a timer without a pause would spin.
+    @Test func aPollIntervalOfZeroIsTakenAsAMillisecond() async throws {
+        try await Self.withRooms(pollInterval: .zero) { store, _ in
+            #expect(store.pollInterval == .milliseconds(1))
+            // Waits for anyone still end at the ticks.
+            let latest = try await store.latestEventSequence()
+            await store.waitForEvents(after: latest, for: nil)
+        }
+    }
 }

@@ -97,7 +97,9 @@ let package = Package(
         ),
         .testTarget(
             name: "PerchServiceTests",
-            dependencies: ["PerchService", "PerchSQLite", "PerchChat", "PerchStoreProbe", "CSQLiteVFS"]),
+            dependencies: [
+                "PerchService", "PerchSQLite", "PerchChat", "PerchStoreProbe", "CSQLiteVFS", "PerchTesting",
+            ]),
     ],
     swiftLanguageModes: [.v6]
 )

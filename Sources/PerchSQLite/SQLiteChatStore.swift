@@ -249,7 +249,11 @@ public final class SQLiteChatStore: ChatStore {
     /// process's commits are found at the next poll tick, every `pollInterval`), or the store
     /// closes. A wait for anyone (`uid` nil) also ends at every poll tick.
     public func waitForEvents(after seq: Int64, for uid: String?) async {
-        await notifier.wait(after: seq, for: uid)
+        guard let uid else { return await notifier.wait(after: seq) }
+        // The groups as remembered now (nil when not: then every commit wakes this wait).
+        let generation = memberships.generation
+        await notifier.wait(
+            after: seq, for: uid, groups: memberships.groups(of: uid, generation: generation), generation: generation)
     }
 
     /// How often a waiting consumer looks for commits made by other processes.
@@ -528,7 +532,8 @@ final class Writer: Sendable {
             if foreign {
                 notifier.advance(to: tx.lastEventSequence)
             } else {
-                notifier.advance(to: tx.lastEventSequence, committed: tx.appended, memberships: memberships)
+                notifier.advance(
+                    to: tx.lastEventSequence, committed: tx.appended, generation: memberships.generation)
             }
         }
         if mayWait && batch.count >= Self.handedOffBatch {
@@ -548,22 +553,89 @@ final class OutcomeBox<T>: @unchecked Sendable {
 
 /// Wakes consumers when events are committed.
 final class EventNotifier: Sendable {
-    /// A consumer waiting for an event after `after`; `uid` is whose events it reads (nil: any).
-    /// A class: a commit looks at every waiter, and a reference is one retain to look at.
+    /// A consumer waiting for an event after `after`; `uid` is whose events it reads (nil: any), and
+    /// `groups` the groups that user was in, as remembered in membership generation `generation`
+    /// when the wait began (nil: not known).
     final class Waiter {
         let after: Int64
         let uid: String?
+        let groups: Set<String>?
+        let generation: Int
         let continuation: CheckedContinuation<Void, Never>
 
-        init(after: Int64, uid: String?, continuation: CheckedContinuation<Void, Never>) {
+        init(
+            after: Int64, uid: String?, groups: Set<String>?, generation: Int,
+            continuation: CheckedContinuation<Void, Never>
+        ) {
             self.after = after
             self.uid = uid
+            self.groups = groups
+            self.generation = generation
             self.continuation = continuation
+        }
+
+        /// Whether the waiter is found through the index (its user's events, its groups'), rather
+        /// than looked at by every commit.
+        var isIndexed: Bool { uid != nil && groups != nil }
+    }
+
+    /// The waiters, and an index of them, so a commit looks only at those its events may concern.
+    private struct State {
+        var latest: Int64 = 0
+        var closed = false
+        var next = 0
+        var waiters: [Int: Waiter] = [:]
+        /// Indexed waiters by user, by group, and by the membership generation their groups are from.
+        var byUser: [String: Set<Int>] = [:]
+        var byGroup: [String: Set<Int>] = [:]
+        var byGeneration: [Int: Set<Int>] = [:]
+        /// Waits for anyone's events, and waiters whose groups are not known: every commit wakes them.
+        var unindexed: Set<Int> = []
+        /// Bounds of the waiters' `after`, kept loose: a removal does not tighten them; a look at
+        /// every waiter does.
+        var lowestAfter = Int64.max
+        var highestAfter = Int64.min
+        var passedOver = 0
+
+        mutating func insert(_ waiter: Waiter, as id: Int) {
+            waiters[id] = waiter
+            lowestAfter = min(lowestAfter, waiter.after)
+            highestAfter = max(highestAfter, waiter.after)
+            guard waiter.isIndexed, let uid = waiter.uid, let groups = waiter.groups else {
+                unindexed.insert(id)
+                return
+            }
+            byUser[uid, default: []].insert(id)
+            for group in groups { byGroup[group, default: []].insert(id) }
+            byGeneration[waiter.generation, default: []].insert(id)
+        }
+
+        mutating func remove(_ id: Int) -> Waiter? {
+            guard let waiter = waiters.removeValue(forKey: id) else { return nil }
+            guard waiter.isIndexed, let uid = waiter.uid, let groups = waiter.groups else {
+                unindexed.remove(id)
+                return waiter
+            }
+            Self.remove(id, under: uid, from: &byUser)
+            for group in groups { Self.remove(id, under: group, from: &byGroup) }
+            Self.remove(id, under: waiter.generation, from: &byGeneration)
+            return waiter
+        }
+
+        static func remove<Key: Hashable>(_ id: Int, under key: Key, from index: inout [Key: Set<Int>]) {
+            guard var ids = index.removeValue(forKey: key) else { return }
+            ids.remove(id)
+            if !ids.isEmpty { index[key] = ids }
+        }
+
+        /// Recomputes the bounds of `after` from every waiter.
+        mutating func tightenBounds() {
+            lowestAfter = waiters.values.lazy.map(\.after).min() ?? .max
+            highestAfter = waiters.values.lazy.map(\.after).max() ?? .min
         }
     }
 
-    private let state = Lock<(latest: Int64, closed: Bool, next: Int, waiters: [Int: Waiter], passedOver: Int)>(
-        (0, false, 0, [:], 0))
+    private let state = Lock(State())
 
     var latest: Int64 { state.withLock { $0.latest } }
 
@@ -573,6 +645,14 @@ final class EventNotifier: Sendable {
     /// How many consumers are waiting.
     var waiting: Int { state.withLock { $0.waiters.count } }
 
+    /// How many entries the index holds (tests: none once nobody waits).
+    var indexed: Int {
+        state.withLock { state in
+            let named = [state.byUser, state.byGroup].reduce(0) { $0 + $1.values.reduce(0) { $0 + $1.count } }
+            return state.unindexed.count + named + state.byGeneration.values.reduce(0) { $0 + $1.count }
+        }
+    }
+
     /// Wakes every waiter behind `seq` (events whose audiences are not known here: another
     /// process's, or the newest at start).
     func advance(to seq: Int64) {
@@ -581,13 +661,14 @@ final class EventNotifier: Sendable {
 
     /// After this process committed `events` (in sequence order, each with its audience): wakes
     /// only the waiters some of those events are for, by the audience's users and the groups the
-    /// waiter's user is known to be in now. Whoever cannot be ruled out is woken: a waiter for any
-    /// user, one whose groups are not remembered (or went stale: `memberships` starts a new
-    /// generation when a commit changes members, before this), one already behind these events.
-    /// A waiter left asleep reads past these events when something of its own comes, or once it is
-    /// `maximumLag` events behind. With many consumers (a stream per connected person, a bot per
-    /// room), a message wakes its conversation's, not all of them.
-    func advance(to seq: Int64, committed events: [CachedEvent], memberships: Memberships) {
+    /// waiter's user was in when it began waiting. Whoever cannot be ruled out is woken: a waiter
+    /// for any user, one whose groups were not known, one whose groups are from an older membership
+    /// `generation` (a commit that changed members starts a new one, before this), one already
+    /// behind these events. A waiter left asleep reads past these events when something of its own
+    /// comes, or once it is `maximumLag` events behind. With many consumers (a stream per connected
+    /// person, a bot per room), a message wakes its conversation's, not all of them, and the commit
+    /// looks only at those (through the index), not at every waiter.
+    func advance(to seq: Int64, committed events: [CachedEvent], generation: Int) {
         guard let first = events.first?.event.seq else { return advance(to: seq) }
         var groups: Set<String> = []
         var users: Set<String> = []
@@ -596,18 +677,35 @@ final class EventNotifier: Sendable {
             if let group = audience.group { groups.insert(group) }
             users.formUnion(audience.users)
         }
-        let known = memberships.snapshot
-        var passedOver = 0
-        resume(raisingLatestTo: seq) { waiter, latest in
-            guard waiter.after < latest else { return false }
-            guard let uid = waiter.uid, waiter.after < first, latest - waiter.after <= Self.maximumLag,
-                !users.contains(uid), let remembered = known.groups[uid], remembered.generation == known.generation,
-                !groups.contains(where: remembered.groups.contains)
-            else { return true }
-            passedOver += 1
-            return false
+        let ready = state.withLock { state -> [CheckedContinuation<Void, Never>] in
+            state.latest = max(state.latest, seq)
+            let latest = state.latest
+            // The index answers when no waiter can be past the first of these events or too far
+            // behind; otherwise every waiter is looked at (rare: a consumer ahead of this process's
+            // newest event, or one asleep through `maximumLag` events), which tightens the bounds.
+            guard state.highestAfter < first, latest - state.lowestAfter <= Self.maximumLag else {
+                var passedOver = 0
+                let ready = Self.take(from: &state) { waiter in
+                    guard waiter.after < latest else { return false }
+                    guard waiter.isIndexed, let uid = waiter.uid, let known = waiter.groups, waiter.after < first,
+                        latest - waiter.after <= Self.maximumLag, waiter.generation == generation,
+                        !users.contains(uid), !groups.contains(where: known.contains)
+                    else { return true }
+                    passedOver += 1
+                    return false
+                }
+                state.passedOver += passedOver
+                state.tightenBounds()
+                return ready
+            }
+            var picked = state.unindexed
+            for (older, ids) in state.byGeneration where older != generation { picked.formUnion(ids) }
+            for uid in users { picked.formUnion(state.byUser[uid] ?? []) }
+            for group in groups { picked.formUnion(state.byGroup[group] ?? []) }
+            state.passedOver += state.waiters.count - picked.count
+            return picked.compactMap { state.remove($0)?.continuation }
         }
-        if passedOver > 0 { state.withLock { $0.passedOver += passedOver } }
+        for continuation in ready { continuation.resume() }
     }
 
     /// Resumes the waiters for anyone's events (the poll tick).
@@ -629,17 +727,19 @@ final class EventNotifier: Sendable {
     private func resume(raisingLatestTo seq: Int64? = nil, where wakes: (Waiter, Int64) -> Bool) {
         let ready = state.withLock { state -> [CheckedContinuation<Void, Never>] in
             if let seq { state.latest = max(state.latest, seq) }
-            var picked: [Int] = []
-            var ready: [CheckedContinuation<Void, Never>] = []
-            for (key, waiter) in state.waiters where wakes(waiter, state.latest) {
-                picked.append(key)
-                ready.append(waiter.continuation)
-            }
-            // Removed after the loop: removing while iterating would copy the whole table.
-            for key in picked { state.waiters[key] = nil }
-            return ready
+            let latest = state.latest
+            return Self.take(from: &state) { wakes($0, latest) }
         }
         for continuation in ready { continuation.resume() }
+    }
+
+    /// Removes the waiters `wakes` picks, looking at every one, and returns their continuations.
+    private static func take(from state: inout State, where wakes: (Waiter) -> Bool)
+        -> [CheckedContinuation<Void, Never>]
+    {
+        // Removed after the loop: removing while iterating would copy the whole table.
+        let picked = state.waiters.compactMap { key, waiter in wakes(waiter) ? key : nil }
+        return picked.compactMap { state.remove($0)?.continuation }
     }
 
     /// Resumes every waiter; later waits return at once.
@@ -649,8 +749,9 @@ final class EventNotifier: Sendable {
     }
 
     /// Returns once an event after `seq` may be there for `uid` (nil: for anyone, and at every
-    /// ``tick()`` too), at close, or when the task is cancelled.
-    func wait(after seq: Int64, for uid: String? = nil) async {
+    /// ``tick()`` too), at close, or when the task is cancelled. `groups`: the groups `uid` is in, as
+    /// remembered in membership generation `generation` (nil when not known: every commit wakes it).
+    func wait(after seq: Int64, for uid: String? = nil, groups: Set<String>? = nil, generation: Int = 0) async {
         let id = state.withLock { state -> Int in
             state.next += 1
             return state.next
@@ -659,13 +760,16 @@ final class EventNotifier: Sendable {
             await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
                 let resumeNow = state.withLock { state -> Bool in
                     if state.closed || state.latest > seq || Task.isCancelled { return true }
-                    state.waiters[id] = Waiter(after: seq, uid: uid, continuation: continuation)
+                    state.insert(
+                        Waiter(
+                            after: seq, uid: uid, groups: groups, generation: generation, continuation: continuation),
+                        as: id)
                     return false
                 }
                 if resumeNow { continuation.resume() }
             }
         } onCancel: {
-            let waiter = state.withLock { $0.waiters.removeValue(forKey: id) }
+            let waiter = state.withLock { $0.remove(id) }
             waiter?.continuation.resume()
         }
     }
@@ -718,12 +822,6 @@ final class Memberships: Sendable {
     private let state = Lock((generation: 0, groups: [String: (generation: Int, groups: Set<String>)]()))
 
     var generation: Int { state.withLock { $0.generation } }
-
-    /// The remembered groups with the generation they were read in, and the current generation:
-    /// one lock for a commit's look at every waiting consumer (the dictionary is shared, not copied).
-    var snapshot: (generation: Int, groups: [String: (generation: Int, groups: Set<String>)]) {
-        state.withLock { ($0.generation, $0.groups) }
-    }
 
     func groups(of uid: String, generation: Int) -> Set<String>? {
         state.withLock { state in

@@ -1,4 +1,5 @@
 import PerchMatch
+import PerchTesting
 import Testing
 
 /// Word lists (`contains_words`): whole words, ignoring case. An occurrence counts unless it splits a
@@ -70,19 +71,6 @@ import Testing
             if !(isWord(needle.first) && isWord(before)), !(isWord(needle.last) && isWord(after)) { return true }
         }
         return false
-    }
-}
-
-/// A small deterministic generator, so a failure can be replayed.
-struct SplitMix {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var value = state
-        value = (value ^ (value >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        value = (value ^ (value >> 27)) &* 0x94D0_49BB_1331_11EB
-        return value ^ (value >> 31)
     }
 }
 

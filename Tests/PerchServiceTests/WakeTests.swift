@@ -1,6 +1,7 @@
 import Foundation
 import PerchChat
 import PerchService
+import PerchTesting
 import Testing
 
 @testable import PerchSQLite
@@ -195,6 +196,85 @@ import Testing
             // Waits for anyone still end at the ticks.
             let latest = try await store.latestEventSequence()
             await store.waitForEvents(after: latest, for: nil)
+        }
+    }
+}
+
+/// The notifier's index against its definition: a commit wakes exactly the waiters the old look at
+/// every waiter woke. Random waiters (for anyone or a user; groups known or not, from this
+/// membership generation or an older one; at, ahead of or far behind the newest event) and random
+/// commits (events for groups, users or both; right after the newest or thousands later).
+@Suite struct NotifierIndexTests {
+    struct Spec {
+        var uid: String?
+        var groups: Set<String>?
+        var generation: Int
+        var after: Int64
+    }
+
+    /// Whether a commit of `events` (the newest now `latest`) must wake `waiter`: the rule of
+    /// `EventNotifier.advance(to:committed:generation:)`, written out.
+    static func mustWake(_ waiter: Spec, events: [CachedEvent], latest: Int64, generation: Int) -> Bool {
+        guard waiter.after < latest else { return false }
+        guard let uid = waiter.uid, let groups = waiter.groups, waiter.generation == generation,
+            waiter.after < events[0].event.seq, latest - waiter.after <= EventNotifier.maximumLag
+        else { return true }
+        return events.contains { entry in
+            entry.audience!.users.contains(uid) || entry.audience!.group.map(groups.contains) == true
+        }
+    }
+
+    @Test(.timeLimit(.minutes(1))) func aCommitWakesExactlyWhomItMayConcern() async throws {
+        var random = SplitMix(seed: 42)
+        let users = ["u0", "u1", "u2", "u3", "u4"]
+        let groups = ["g0", "g1", "g2", "g3"]
+        for round in 0..<150 {
+            let notifier = EventNotifier()
+            let start: Int64 = 10_000
+            notifier.advance(to: start)
+            let specs = (0..<Int.random(in: 1...12, using: &random)).map { _ in
+                Spec(
+                    uid: Bool.random(using: &random) || Int.random(in: 0..<4, using: &random) > 0
+                        ? users.randomElement(using: &random) : nil,
+                    groups: Int.random(in: 0..<5, using: &random) == 0
+                        ? nil : Set(groups.filter { _ in Int.random(in: 0..<3, using: &random) == 0 }),
+                    generation: Int.random(in: 0..<6, using: &random) == 0 ? 1 : 2,
+                    after: start + [0, 0, 0, 0, 1, 2].randomElement(using: &random)!)
+            }
+            let woke = Locked<Set<Int>>([])
+            let tasks = specs.enumerated().map { index, spec in
+                Task {
+                    await notifier.wait(
+                        after: spec.after, for: spec.uid, groups: spec.groups, generation: spec.generation)
+                    woke.withLock { _ = $0.insert(index) }
+                }
+            }
+            while notifier.waiting < specs.count { try await Task.sleep(for: .milliseconds(1)) }
+            let first = start + (Int.random(in: 0..<8, using: &random) == 0 ? 5_000 : 1)
+            let events = (0..<Int.random(in: 1...3, using: &random)).map { offset in
+                CachedEvent(
+                    event: ChatEvent(
+                        seq: first + Int64(offset), name: .textMessageReceived, conversationId: "c", createdAt: 0),
+                    audience: EventAudience(
+                        group: Bool.random(using: &random) ? groups.randomElement(using: &random) : nil,
+                        users: users.filter { _ in Int.random(in: 0..<4, using: &random) == 0 }))
+            }
+            let latest = events.last!.event.seq
+            notifier.advance(to: latest, committed: events, generation: 2)
+            let expected = Set(
+                specs.indices.filter { Self.mustWake(specs[$0], events: events, latest: latest, generation: 2) })
+            #expect(notifier.waiting == specs.count - expected.count, "round \(round)")
+            // The woken tasks record themselves once they run (within a second, or the check fails).
+            let deadline = ContinuousClock.now + .seconds(1)
+            while woke.withLock({ $0.count }) < expected.count, ContinuousClock.now < deadline {
+                try await Task.sleep(for: .milliseconds(1))
+            }
+            #expect(woke.withLock { $0 } == expected, "round \(round)")
+            // The rest end when cancelled; then no waiter is left in the index.
+            for task in tasks { task.cancel() }
+            for task in tasks { await task.value }
+            #expect(notifier.waiting == 0)
+            #expect(notifier.indexed == 0, "round \(round)")
         }
     }
 }

@@ -31,7 +31,7 @@ public final class SQLiteChatStore: ChatStore {
     private let cache = EventCache(capacity: 16_384)
     /// Which groups each recent reader of events is in, so a page can be answered from `cache`.
     private let memberships = Memberships()
-    private let checkpointer: Checkpointer
+    let checkpointer: Checkpointer
     /// Wakes every waiting consumer each `pollInterval`: commits of other processes are not announced.
     private let poller: PollTimer
 
@@ -951,6 +951,9 @@ final class Checkpointer: Sendable {
 
     /// How many checkpoints have run (tests).
     var checkpoints: Int { state.withLock { $0.checkpoints } }
+
+    /// How many times the log has started over (tests).
+    var restarts: Int { state.withLock { $0.generation } }
 
     /// How long the log may grow, in thresholds, before the writer copies back the rest itself.
     static let restartFactor: Int32 = 4

@@ -74,13 +74,13 @@ import Testing
             }
             try await group.waitForAll()
         }
-        // A frame is a page, 4 KiB, and its 24-byte header. The file keeps its longest length (a
-        // log that starts over is overwritten from its start). 1,200 sends wrote about 9,000
-        // frames, all of which stayed in the log before the catch-up; with it, the log starts over
-        // once it is 4 thresholds long, or a few quarter thresholds later when a checkpoint
-        // was running.
-        let frames = (try FileManager.default.attributesOfItem(atPath: path + "-wal")[.size] as? Int ?? 0) / 4_120
-        #expect(frames < 3_000)
+        // 1,200 sends wrote about 10,000 frames, all of which stayed in the log without the
+        // catch-up: it never started over. With it, the log starts over once it is 4 thresholds
+        // long, or a few quarter thresholds later when a checkpoint was running: 23 to 30 times
+        // here, alone or beside four busy loops. The file keeps its longest length, which depends
+        // on how the threads were scheduled (a checkpoint held up on a loaded machine delays the
+        // next restart: once 9,900 frames in a full parallel run), so the count is what is asked.
+        #expect(store.checkpointer.restarts >= 5)
         let newest = try await service.fetchPrevious(MessagesRequest(guid: "g", limit: 1), as: "a")
         #expect(newest.messages.first?.text?.contains(" 599 ") == true)
         await store.close()

@@ -241,7 +241,10 @@ public final class SQLiteChatStore: ChatStore {
     /// same file, the crash test's writer) commit too.
     public func latestEventSequence() async throws -> Int64 {
         let latest = try await read { tx in try (tx as? SQLiteTransaction)?.latestSequence() ?? 0 }
-        notifier.advance(to: latest)
+        // Newer than this process knows: another process's commit, whose audiences are not known
+        // here, so every consumer behind it looks. Otherwise nobody is woken (a readiness probe
+        // must not wake every stream that slept through other rooms' events).
+        if latest > notifier.latest { notifier.advance(to: latest) }
         return latest
     }
 

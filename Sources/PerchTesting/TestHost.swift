@@ -88,13 +88,20 @@ public struct TestChat: Sendable {
     /// The default `timeout` is generous on purpose: a stuck bot still fails the wait, and a test
     /// suite running many hosts at once on a small machine does not.
     public func settle(timeout: Duration = .seconds(20)) async throws {
-        let names = await host.configuration.bots.filter(\.bot.enabled).map(\.bot.name)
+        let bots = await host.configuration.bots.filter(\.bot.enabled).map { ($0.bot.name, $0.bot.user.uid) }
         let deadline = ContinuousClock.now + timeout
         while true {
             let latest = try await service.store.latestEventSequence()
-            for name in names {
-                _ = try await waitFor(timeout: deadline - ContinuousClock.now, "bot \(name) to reach event \(latest)") {
-                    try await self.service.cursor(consumer: "bot:\(name)") >= latest ? true : nil
+            for (name, uid) in bots {
+                _ = try await waitFor(
+                    timeout: deadline - ContinuousClock.now, "bot \(name) to handle events to \(latest)"
+                ) {
+                    let cursor = try await self.service.cursor(consumer: "bot:\(name)")
+                    if cursor >= latest { return true }
+                    // A bot sleeps through the events it cannot see (other rooms') and saves no
+                    // cursor for them: it is done when none after its saved cursor is its own.
+                    let page = try await self.service.events(for: uid, after: cursor, limit: 1)
+                    return page.events.isEmpty && page.scannedThrough >= latest ? true : nil
                 }
             }
             if try await service.store.latestEventSequence() == latest { return }

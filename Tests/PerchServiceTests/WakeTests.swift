@@ -124,6 +124,21 @@ import Testing
         }
     }
 
+    /// Asking for the newest event (a readiness probe, a stream starting, a harness settling) wakes
+    /// nobody when this process already knows it: the consumers that slept through other rooms'
+    /// events sleep on.
+    @Test func askingForTheNewestEventWakesNobody() async throws {
+        try await Self.withRooms { store, service in
+            let tasks = try await Self.waiters(["erin"], on: store)
+            _ = try await service.send(MessageDraft(to: .group("g"), text: "to g"), as: "bob")
+            #expect(store.notifier.waiting == 1)
+            for _ in 0..<3 { _ = try await store.latestEventSequence() }
+            #expect(store.notifier.waiting == 1)
+            tasks[0].cancel()
+            await tasks[0].value
+        }
+    }
+
     /// The poll tick ends the waits for anyone's events (a bot with a cursor to save waits so), not
     /// the waits of consumers for their own user's events.
     @Test func thePollTickWakesOnlyTheWaitsForAnyone() async throws {

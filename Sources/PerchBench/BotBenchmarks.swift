@@ -3,7 +3,8 @@ import PerchConfig
 import PerchHost
 
 /// Resident memory after loading 200 YAML bots (three rules each: a regex, a 20-word list and a
-/// command) into a running host on the embedded store.
+/// command) into a running host on the embedded store; the start, and restarts on the same data
+/// directory compiling the word lists and reading them back.
 func benchmarkBots() async throws {
     let count = 200
     let directory =
@@ -41,21 +42,34 @@ func benchmarkBots() async throws {
     let before = residentKilobytes()
     let loaded = ConfigurationLoader().load(configPath: directory + "/config.yaml")
     guard loaded.isValid else { throw BenchFailure(loaded.findings.map(\.description).joined(separator: "\n")) }
+    let options = BotHost.Options(
+        dataDirectory: directory + "/data", logger: HostLogger(minimum: .warning), schedulesFromTimer: false)
     let started = Date()
-    let host = BotHost(
-        configuration: loaded,
-        options: BotHost.Options(
-            dataDirectory: directory + "/data", logger: HostLogger(minimum: .warning), schedulesFromTimer: false))
+    let host = BotHost(configuration: loaded, options: options)
     try await host.start()
     let startSeconds = Date().timeIntervalSince(started)
     let after = residentKilobytes()
+    await host.stop()
+    // Restarts on the same data directory (the bots' users and memberships exist): without the
+    // compiled word lists, then with them read back instead of compiled.
+    func restart() async throws -> Double {
+        let restarted = Date()
+        let again = BotHost(configuration: loaded, options: options)
+        try await again.start()
+        let seconds = Date().timeIntervalSince(restarted)
+        await again.stop()
+        return seconds
+    }
+    try FileManager.default.removeItem(atPath: directory + "/data/words.hsdb")
+    let compiling = try await restart()
+    let cached = try await restart()
     report(
         "bots",
         [
             "bots": count, "rss_before_kib": before, "rss_after_200_bots_kib": after,
             "rss_per_bot_kib": Double(after - before) / Double(count), "start_s": startSeconds.rounded3,
+            "restart_compiling_s": compiling.rounded3, "restart_with_cached_word_lists_s": cached.rounded3,
         ])
-    await host.stop()
 }
 
 /// This process's resident set now (VmRSS), in KiB.

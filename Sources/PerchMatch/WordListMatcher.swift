@@ -31,8 +31,16 @@ public final class WordListMatcher: @unchecked Sendable {
         public var description: String
     }
 
+    /// Whether the database came from the cache file rather than a compile.
+    public let loadedFromCache: Bool
+
     /// Compiles `lists`; the matcher reports hits by list index.
-    public init(lists: [[String]]) throws(CompileError) {
+    ///
+    /// `cacheDirectory`: where the compiled database is kept between starts (`words.hsdb`). A start
+    /// or reload with the same words (and the same Hyperscan) reads it instead of compiling, which
+    /// is most of a start with large lists; a file that does not hold exactly these words, or that
+    /// Hyperscan cannot read, is compiled over. Failing to write it is not an error.
+    public init(lists: [[String]], cacheDirectory: String? = nil) throws(CompileError) {
         listCount = lists.count
         var patterns: [String] = []
         var owners: [Int] = []
@@ -48,11 +56,28 @@ public final class WordListMatcher: @unchecked Sendable {
         guard !patterns.isEmpty else {
             database = nil
             prototype = nil
+            loadedFromCache = false
             return
         }
-        let flags = [UInt32](
-            repeating: UInt32(HS_FLAG_CASELESS | HS_FLAG_UTF8 | HS_FLAG_SOM_LEFTMOST),
-            count: patterns.count)
+        let flag = UInt32(HS_FLAG_CASELESS | HS_FLAG_UTF8 | HS_FLAG_SOM_LEFTMOST)
+        let cache = cacheDirectory.map { DatabaseCache(directory: $0, key: Self.cacheKey(patterns, flag: flag)) }
+        var compiled = cache?.load()
+        loadedFromCache = compiled != nil
+        if compiled == nil {
+            compiled = try Self.compile(patterns, flag: flag)
+            cache?.store(compiled!)
+        }
+        var scratch: OpaquePointer?
+        guard hs_alloc_scratch(compiled, &scratch) == HS_SUCCESS, let scratch else {
+            hs_free_database(compiled)
+            throw CompileError(description: "cannot allocate Hyperscan scratch space")
+        }
+        database = compiled
+        prototype = scratch
+    }
+
+    private static func compile(_ patterns: [String], flag: UInt32) throws(CompileError) -> OpaquePointer {
+        let flags = [UInt32](repeating: flag, count: patterns.count)
         var compiled: OpaquePointer?
         var failure: UnsafeMutablePointer<hs_compile_error_t>?
         let cStrings = patterns.map { strdup($0) }
@@ -68,13 +93,18 @@ public final class WordListMatcher: @unchecked Sendable {
             if let failure { hs_free_compile_error(failure) }
             throw CompileError(description: "cannot compile the word lists: \(message)")
         }
-        var scratch: OpaquePointer?
-        guard hs_alloc_scratch(compiled, &scratch) == HS_SUCCESS, let scratch else {
-            hs_free_database(compiled)
-            throw CompileError(description: "cannot allocate Hyperscan scratch space")
+        return compiled
+    }
+
+    /// What a cached database must have been compiled from: the Hyperscan version, the flags and
+    /// mode, and every pattern in id order.
+    static func cacheKey(_ patterns: [String], flag: UInt32) -> [UInt8] {
+        var key = Array("\(String(cString: hs_version()))\n\(flag) \(HS_MODE_BLOCK)\n".utf8)
+        for pattern in patterns {
+            key += pattern.utf8
+            key.append(0)
         }
-        database = compiled
-        prototype = scratch
+        return key
     }
 
     deinit {
@@ -126,6 +156,88 @@ public final class WordListMatcher: @unchecked Sendable {
             }
         }
         return output
+    }
+}
+
+/// The compiled database kept in a file between starts: a header, the key it was compiled from (its
+/// length first), a checksum of the database, then Hyperscan's serialized database. Only a file
+/// whose key is exactly this one and whose database matches its checksum is read (Hyperscan itself
+/// reads a database with damaged bytes), so a changed word, flag or Hyperscan version, or a damaged
+/// file, compiles again; the file is replaced whole (written beside it, then renamed), so a crash
+/// leaves the old one or the new one.
+struct DatabaseCache {
+    let path: String
+    let key: [UInt8]
+
+    static let magic = Array("perch-words-hs 1\n".utf8)
+
+    init(directory: String, key: [UInt8]) {
+        path = directory + "/words.hsdb"
+        self.key = key
+    }
+
+    /// The cached database, or nil when there is none for this key (or it cannot be read).
+    func load() -> OpaquePointer? {
+        guard let file = fopen(path, "rb") else { return nil }
+        defer { fclose(file) }
+        var bytes: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 1 << 16)
+        while true {
+            let count = fread(&chunk, 1, chunk.count, file)
+            if count > 0 { bytes += chunk[..<count] }
+            if count < chunk.count { break }
+        }
+        let header = Self.magic.count + 8
+        guard bytes.count > header, bytes.starts(with: Self.magic) else { return nil }
+        let length = Self.number(bytes[Self.magic.count..<header])
+        let body = header + key.count + 8
+        guard length == UInt64(key.count), bytes.count > body, bytes[header..<header + key.count].elementsEqual(key),
+            Self.number(bytes[(body - 8)..<body]) == Self.checksum(bytes[body...])
+        else { return nil }
+        var database: OpaquePointer?
+        let status = bytes[body...].withUnsafeBytes { serialized in
+            hs_deserialize_database(
+                serialized.baseAddress?.assumingMemoryBound(to: CChar.self), serialized.count, &database)
+        }
+        guard status == HS_SUCCESS, let database else { return nil }
+        return database
+    }
+
+    /// Writes `database` for this key; a failure only means the next start compiles.
+    func store(_ database: OpaquePointer) {
+        var serialized: UnsafeMutablePointer<CChar>?
+        var size = 0
+        guard hs_serialize_database(database, &serialized, &size) == HS_SUCCESS, let serialized else { return }
+        defer { free(serialized) }
+        let body = UnsafeRawBufferPointer(start: serialized, count: size)
+        let header = Self.magic + Self.bytes(of: UInt64(key.count))
+        let check = Self.bytes(of: Self.checksum(body))
+        let temporary = path + ".\(getpid()).tmp"
+        guard let file = fopen(temporary, "wb") else { return }
+        let written =
+            fwrite(header, 1, header.count, file) == header.count && fwrite(key, 1, key.count, file) == key.count
+            && fwrite(check, 1, check.count, file) == check.count && fwrite(serialized, 1, size, file) == size
+        guard fclose(file) == 0, written, rename(temporary, path) == 0 else {
+            unlink(temporary)
+            return
+        }
+    }
+}
+
+extension DatabaseCache {
+    /// FNV-1a, 64 bits: finds damaged bytes (the file is the host's own, like its database).
+    static func checksum<Bytes: Sequence<UInt8>>(_ bytes: Bytes) -> UInt64 {
+        bytes.reduce(0xCBF2_9CE4_8422_2325) { ($0 ^ UInt64($1)) &* 0x0000_0100_0000_01B3 }
+    }
+
+    /// `value` as 8 bytes, least significant first.
+    static func bytes(of value: UInt64) -> [UInt8] {
+        (0..<8).map { UInt8(truncatingIfNeeded: value >> (8 * $0)) }
+    }
+
+    /// 8 bytes, least significant first, as a number.
+    static func number(_ bytes: ArraySlice<UInt8>) -> UInt64 {
+        bytes.reversed().reduce(0) { $0 << 8 | UInt64($1) }
     }
 }
 

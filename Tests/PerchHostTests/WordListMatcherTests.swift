@@ -1,3 +1,4 @@
+import Foundation
 import PerchMatch
 import PerchTesting
 import Testing
@@ -29,6 +30,51 @@ import Testing
         #expect(matcher.matchingLists(in: "spam, a bad word and c++") == [0, 1, 2])
         #expect(matcher.matchingLists(in: "") == [])
         #expect(try WordListMatcher(lists: [[" ", ""]]).matchingLists(in: "anything") == [])
+    }
+
+    /// The compiled lists are kept in the data directory: a start with the same words reads them
+    /// back and matches the same; other words, or a file that is damaged or from other words, are
+    /// compiled again (and the file replaced), never read as they are.
+    @Test func theCompiledListsAreCachedAndOnlyReadBackForTheSameWords() throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("perch-hs-\(UUID().uuidString)")
+            .path
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let lists = [["spam", "bad word"], ["c++", "école"]]
+        let texts = ["SPAM!", "a bad word", "I write C++.", "L'ÉCOLE", "antispam", "nothing here"]
+        let fresh = try WordListMatcher(lists: lists, cacheDirectory: directory)
+        #expect(!fresh.loadedFromCache)
+        let file = directory + "/words.hsdb"
+        #expect(FileManager.default.fileExists(atPath: file))
+        let cached = try WordListMatcher(lists: lists, cacheDirectory: directory)
+        #expect(cached.loadedFromCache)
+        #expect(texts.map(cached.matchingLists) == texts.map(fresh.matchingLists))
+        #expect(cached.matchingLists(in: "spam and c++") == [0, 1])
+        // One word more: compiled again, and the file now holds the new words.
+        let changed = try WordListMatcher(
+            lists: [["spam", "bad word"], ["c++", "école", "here"]], cacheDirectory: directory)
+        #expect(!changed.loadedFromCache)
+        #expect(changed.matchingLists(in: "nothing here") == [1])
+        let again = try WordListMatcher(lists: lists, cacheDirectory: directory)
+        #expect(!again.loadedFromCache)
+        #expect(again.matchingLists(in: "nothing here") == [])
+        // A damaged file (cut short, or its database overwritten) is compiled over, not read.
+        let whole = try Data(contentsOf: URL(fileURLWithPath: file))
+        try whole.prefix(whole.count / 2).write(to: URL(fileURLWithPath: file))
+        let afterCut = try WordListMatcher(lists: lists, cacheDirectory: directory)
+        #expect(!afterCut.loadedFromCache)
+        #expect(texts.map(afterCut.matchingLists) == texts.map(fresh.matchingLists))
+        var scrambled = try Data(contentsOf: URL(fileURLWithPath: file))
+        for index in stride(from: scrambled.count - 64, to: scrambled.count, by: 1) { scrambled[index] ^= 0x5A }
+        try scrambled.write(to: URL(fileURLWithPath: file))
+        let afterScramble = try WordListMatcher(lists: lists, cacheDirectory: directory)
+        #expect(!afterScramble.loadedFromCache)
+        #expect(try WordListMatcher(lists: lists, cacheDirectory: directory).loadedFromCache)
+        #expect(texts.map(afterScramble.matchingLists) == texts.map(fresh.matchingLists))
+        // A directory that cannot be written is not an error: every start compiles.
+        let missing = try WordListMatcher(lists: lists, cacheDirectory: directory + "/absent/deeper")
+        #expect(!missing.loadedFromCache)
+        #expect(missing.matchingLists(in: "SPAM!") == [0])
     }
 
     /// Random texts and words against the definition: a list is hit when one of its words occurs,

@@ -36,6 +36,9 @@ struct BotCompiler {
     let gate: Bool
     /// Where external plugins run (the configuration's directory), so `exec` paths resolve there.
     var workingDirectory: String? = nil
+    /// Where the compiled word lists are kept between starts (the data directory); nil compiles
+    /// every time.
+    var cacheDirectory: String? = nil
 
     struct Output: Sendable {
         var bots: [CompiledBot]
@@ -87,7 +90,7 @@ struct BotCompiler {
         }
         let matcher: WordListMatcher
         do {
-            matcher = try WordListMatcher(lists: lists)
+            matcher = try WordListMatcher(lists: lists, cacheDirectory: cacheDirectory)
         } catch {
             findings.append(Finding(location: .init(file: "bots", line: 1, column: 1), message: error.description))
             matcher = try! WordListMatcher(lists: [])

@@ -136,10 +136,19 @@ public actor BotHost {
         guard let config = loaded.config else { return }
         let compiled = BotCompiler(
             registry: options.registry, gate: config.ui.threadSubscription.enabled,
-            workingDirectory: loaded.baseDirectory.isEmpty ? nil : loaded.baseDirectory
+            workingDirectory: loaded.baseDirectory.isEmpty ? nil : loaded.baseDirectory,
+            cacheDirectory: (databasePath(loaded) as NSString).deletingLastPathComponent
         ).compile(loaded.bots)
         if !compiled.findings.isEmpty {
             throw HostError(compiled.findings.map(\.description).joined(separator: "; "))
+        }
+        if compiled.matcher.listCount > 0 {
+            logger.info(
+                "word lists ready",
+                [
+                    "lists": String(compiled.matcher.listCount),
+                    "from": compiled.matcher.loadedFromCache ? "cache" : "compile",
+                ])
         }
         var fresh: [String: BotRuntime] = [:]
         for bot in compiled.bots {

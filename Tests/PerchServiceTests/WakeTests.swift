@@ -1,5 +1,6 @@
 import Foundation
 import PerchChat
+import PerchLock
 import PerchService
 import PerchTesting
 import Testing
@@ -256,7 +257,8 @@ import Testing
                     generation: Int.random(in: 0..<6, using: &random) == 0 ? 1 : 2,
                     after: start + [0, 0, 0, 0, 1, 2].randomElement(using: &random)!)
             }
-            let woke = Locked<Set<Int>>([])
+            // The project's pthread lock, which ThreadSanitizer sees (not the test helper's Mutex).
+            let woke = Lock<Set<Int>>([])
             let tasks = specs.enumerated().map { index, spec in
                 Task {
                     await notifier.wait(

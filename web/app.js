@@ -36,6 +36,7 @@ const state = {
   quoteReplies: new Map(), // quoted id -> Set of live quote reply ids
   pinned: [],
   session: null,
+  counted: new Set(), // thread reply ids already counted in their parent's replyCount
 };
 
 // ---------- API ----------
@@ -302,7 +303,8 @@ function onEvent(name, event) {
     if (!inOpenConversation(message)) return;
     if (message.parentMessageId !== 0) {
       const parent = state.messages.get(message.parentMessageId);
-      if (parent) {
+      if (parent && !state.counted.has(message.id)) {
+        state.counted.add(message.id);
         parent.replyCount = Math.max(parent.replyCount, (parent.replyCount || 0) + 1);
         renderMessage(parent);
       }
@@ -321,7 +323,15 @@ function onEvent(name, event) {
     return;
   }
   if (!inOpenConversation(message)) return;
-  const known = state.messages.get(message.id) || (state.thread && state.thread.id === message.id ? state.thread : null);
+  let known = state.messages.get(message.id) || (state.thread && state.thread.id === message.id ? state.thread : null);
+  if (!known && message.sender === state.me.uid && message.parentMessageId === 0) {
+    // One of our own messages changed (a bot pinned an announcement, say) before the POST's answer
+    // showed it: this session gets no event for its own new messages, so it shows it from here.
+    state.messages.set(message.id, message);
+    $('#messages').append(messageNode(message));
+    scrollToBottom();
+    known = message;
+  }
   const update = (target) => {
     if (name === 'onMessagePinned' || name === 'onMessageUnpinned') {
       target.pinnedAt = message.pinnedAt;
@@ -820,7 +830,17 @@ function wireThreadComposer() {
         receiverType: parent.receiverType, category: 'message', type: 'text', data: { text: text.value.trim() },
         parentId: parent.id,
       })).data;
-      if (!state.threadReplies.some((reply) => reply.id === sent.id)) state.threadReplies.push(sent);
+      if (!state.threadReplies.some((reply) => reply.id === sent.id)) {
+        state.threadReplies.push(sent);
+        // This session gets no event for its own reply (as CometChat's sender does not): count it here.
+        const listed = state.messages.get(parent.id);
+        if (listed && !state.counted.has(sent.id)) {
+          state.counted.add(sent.id);
+          listed.replyCount = (listed.replyCount || 0) + 1;
+          renderMessage(listed);
+        }
+      }
+      state.thread.replyCount = state.threadReplies.length;
       text.value = '';
       // Replying subscribes the sender (server rule); show what the server now holds.
       state.subscriptions.set(parent.id, true);

@@ -213,7 +213,7 @@ extension PerchAPI {
 
     func sent(_ draft: MessageDraft, _ request: Request) async throws(ChatError) -> HTTPResponse {
         try admitSend(request.caller)
-        let message = try await service.send(draft, as: request.caller.uid)
+        let message = try await service.send(draft, as: request.caller.uid, session: request.caller.session)
         return .json(200, APIJSON.data(message.json))
     }
 

@@ -133,14 +133,18 @@ final class HTTPConnection: @unchecked Sendable {
 final class LoopbackInjector: Injector, @unchecked Sendable {
     let port: UInt16
     let key: String
+    /// The person's event stream's session: posts name it, so the stream is not sent the person's
+    /// own messages (as a CometChat sender is not, and as the peers' websocket servers do not echo).
+    let session: String
     let lanes: Int
     /// Requests each lane writes before it reads their responses (HTTP/1.1 pipelining).
     let depth: Int
     private let connections = Mutex<[HTTPConnection]>([])
 
-    init(port: UInt16, key: String, lanes: Int, depth: Int) {
+    init(port: UInt16, key: String, session: String, lanes: Int, depth: Int) {
         self.port = port
         self.key = key
+        self.session = session
         self.lanes = lanes
         self.depth = depth
     }
@@ -150,7 +154,9 @@ final class LoopbackInjector: Injector, @unchecked Sendable {
             #"{"receiver":"room","receiverType":"group","category":"message","type":"text","data":{"text":"\#(text)"}}"#
         return HTTPConnection.requestText(
             "POST", "/v3/messages",
-            headers: ["apikey": key, "onBehalfOf": "human", "Content-Type": "application/json"], body: body)
+            headers: [
+                "apikey": key, "onBehalfOf": "human", "X-Perch-Session": session, "Content-Type": "application/json",
+            ], body: body)
     }
 
     func post(_ text: String, on connection: HTTPConnection) throws {
@@ -216,21 +222,28 @@ final class LoopbackInjector: Injector, @unchecked Sendable {
 
 /// Reads the person's event stream (`GET /v3/events`) on its own thread and hands every bot
 /// message's text to the router.
-func readEvents(port: UInt16, key: String, router: ReplyRouter, connected: @escaping @Sendable () -> Void) throws
-    -> Thread
-{
+func readEvents(
+    port: UInt16, key: String, router: ReplyRouter, connected: @escaping @Sendable (_ session: String) -> Void
+) throws -> Thread {
     let connection = try HTTPConnection(port: port)
     try connection.write(
         "GET /v3/events HTTP/1.1\r\nHost: 127.0.0.1\r\napikey: \(key)\r\nonBehalfOf: human\r\n"
             + "Accept: text/event-stream\r\n\r\n")
     let thread = Thread {
         var signalled = false
+        var announced = false
         // The status line and headers; the stream's body is chunked (its length is unknown).
         while let header = connection.lineBytes(), !header.isEmpty {}
         connection.chunkedLines { line in
-            if !signalled, line.starts(with: "event: perch.session".utf8) {
-                signalled = true
-                connected()
+            if !signalled {
+                // `event: perch.session`, then `data: {"session":"ID"}`: the stream's session, which
+                // the person's posts name so the stream is not sent their own messages.
+                if line.starts(with: "event: perch.session".utf8) { announced = true }
+                if announced, line.starts(with: "data: ".utf8), let session = field(sessionKey, in: line[...]) {
+                    signalled = true
+                    connected(String(decoding: session, as: UTF8.self))
+                }
+                return
             }
             guard line.starts(with: #"data: {"seq""#.utf8), let message = find(messageKey, in: line),
                 let sender = field(senderKey, in: line[message...]), !sender.elementsEqual("human".utf8),
@@ -243,6 +256,7 @@ func readEvents(port: UInt16, key: String, router: ReplyRouter, connected: @esca
     return thread
 }
 
+let sessionKey = Array(#""session":""#.utf8)
 let messageKey = Array(#""message":{"#.utf8)
 let senderKey = Array(#""sender":""#.utf8)
 let textKey = Array(#""text":""#.utf8)
@@ -329,21 +343,21 @@ func runLoopback(_ options: Options, perch: String, configPath: String) async th
     }
     guard ready else { throw BenchError("perch did not become ready") }
     let router = ReplyRouter()
-    let subscribed = Mutex<CheckedContinuation<Void, Never>?>(nil)
+    let subscribed = Mutex<CheckedContinuation<String, Never>?>(nil)
     let isConnected = Mutex(false)
-    await withCheckedContinuation { continuation in
+    let session = await withCheckedContinuation { continuation in
         subscribed.withLock { $0 = continuation }
-        _ = try? readEvents(port: port, key: key, router: router) {
+        _ = try? readEvents(port: port, key: key, router: router) { session in
             guard
                 !isConnected.withLock({ flag in
                     defer { flag = true }; return flag
                 })
             else { return }
-            subscribed.withLock { $0 }?.resume()
+            subscribed.withLock { $0 }?.resume(returning: session)
         }
     }
     let injector = LoopbackInjector(
-        port: port, key: key, lanes: max(1, Int(environment["PERCH_BENCH_LANES"] ?? "") ?? 4),
+        port: port, key: key, session: session, lanes: max(1, Int(environment["PERCH_BENCH_LANES"] ?? "") ?? 4),
         depth: max(1, Int(environment["PERCH_BENCH_DEPTH"] ?? "") ?? 16))
     var result = try await runPhases(options, injector: injector, router: router, spawnedAt: spawnedAt)
     kill(pid, SIGTERM)

@@ -203,6 +203,43 @@ import Testing
         }
     }
 
+    /// As CometChat's sender gets no event for its own message, a message sent with
+    /// `X-Perch-Session` is not echoed to that session; the sender's other sessions, and everyone
+    /// else, get it. Without the header every session of the sender gets it.
+    @Test func aMessageSentFromASessionIsNotEchoedToIt() async throws {
+        try await withHTTPChat { http in
+            let laptop = try SSEClient(
+                port: http.server.port, path: "/v3/events?session=laptop",
+                headers: ["apikey": apiKey, "onBehalfOf": "bob"])
+            let phone = try SSEClient(
+                port: http.server.port, path: "/v3/events?session=phone",
+                headers: ["apikey": apiKey, "onBehalfOf": "bob"])
+            let carol = try SSEClient(
+                port: http.server.port, path: "/v3/events", headers: ["apikey": apiKey, "onBehalfOf": "carol"])
+            await onThread { laptop.waitUntilOpen() }
+            await onThread { phone.waitUntilOpen() }
+            await onThread { carol.waitUntilOpen() }
+            func post(_ text: String, headers: [String: String] = [:]) async throws {
+                let sent = try await http.call(
+                    "POST", "/v3/messages", as: .user("bob"),
+                    json: #"{"receiver": "room", "receiverType": "group", "data": {"text": "\#(text)"}}"#,
+                    headers: headers)
+                #expect(sent.status == 200)
+            }
+            try await post("from the phone", headers: ["X-Perch-Session": "phone"])
+            try await post("from a script")
+            for stream in [laptop, carol] {
+                #expect(
+                    await onThread { stream.events(2) }.map(\.name) == [
+                        "onTextMessageReceived", "onTextMessageReceived",
+                    ])
+                #expect(stream.buffer.contains("from the phone") && stream.buffer.contains("from a script"))
+            }
+            #expect(await onThread { phone.events(2, timeout: 1.5) }.map(\.name) == ["onTextMessageReceived"])
+            #expect(!phone.buffer.contains("from the phone") && phone.buffer.contains("from a script"))
+        }
+    }
+
     @Test func aThousandRequestsFromFiftyConnections() async throws {
         try await withHTTPChat { http in
             let statuses = try await withThrowingTaskGroup(of: Int.self) { group in

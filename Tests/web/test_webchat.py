@@ -290,6 +290,40 @@ class HideButtonTests(WebChatTestCase):
 class FallbackBellTests(WebChatTestCase):
     ui = "    enabled: true\n    topBarBell: false\n"
 
+    def test_own_messages_and_thread_replies_show_once_from_the_answer(self):
+        # The sending page is not sent its own messages over the live stream (as CometChat's
+        # sender is not; the user's other sessions are, tested over the API): it shows them from
+        # the POST's answer, and counts its own thread reply in the parent's bar once.
+        page = self.page("alice")
+        page.open_group("general")
+        parent = self.server.send("a parent", "bob")
+        page.wait_for(f'#messages [data-id="{parent["id"]}"]')
+        page.type('[data-testid="composer-text"]', "my own line")
+        page.click('[data-testid="send"]')
+        page.wait_until(lambda: [n for n in page.finds("#messages .msg") if "my own line" in n.text],
+                        what="alice's own line")
+        page.sheet_items(parent["id"])["action-thread"].click()
+        page.type('[data-testid="thread-text"]', "my own reply")
+        page.click('[data-testid="thread-send"]')
+        page.wait_until(lambda: "my own reply" in page.find('[data-testid="thread-replies"]').text,
+                        what="the reply in the thread panel")
+        bar = f'#messages [data-id="{parent["id"]}"] [data-testid="reply-count"]'
+
+        def held():
+            count = self.server.api("GET", f"/v3/messages/{parent['id']}", as_uid="alice")["replyCount"]
+            return f"{count} {'reply' if count == 1 else 'replies'}"
+
+        # The bar counts every reply the server holds (a bot may answer in the thread too), the own
+        # reply once, also after the live events settle.
+        page.wait_for(bar)
+        page.wait_until(lambda: page.find(bar).text == held(), what="the bar to count the thread's replies")
+        self.server.send("bob's reply", "bob", parentId=parent["id"])
+        page.wait_until(lambda: page.find(bar).text == held(), what="bob's reply counted")
+        time.sleep(1)
+        self.assertEqual(page.find(bar).text, held())
+        self.assertEqual(page.find('[data-testid="thread-replies"]').text.count("my own reply"), 1)
+        self.assertEqual(len([n for n in page.finds("#messages .msg") if "my own line" in n.text]), 1)
+
     def test_without_a_top_bar_bell_the_reply_count_bar_carries_the_fallback(self):
         page = self.page("alice")
         parent = self.server.send("fallback", "bob")

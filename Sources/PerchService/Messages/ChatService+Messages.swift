@@ -9,8 +9,13 @@ extension ChatService {
     ///   `ERR_GUID_NOT_FOUND`, `ERR_GROUP_NOT_JOINED`, `ERR_BANNED_GROUPMEMBER`, and for replies and quotes
     ///   `ERR_MESSAGE_ID_NOT_FOUND`, `ERR_WRONG_MESSAGE_THREAD`, `ERR_MESSAGE_THREAD_NESTING`,
     ///   `ERR_MESSAGE_ACTION_NOT_ALLOWED`.
-    public func send(_ draft: MessageDraft, as sender: String) async throws(ChatError) -> Message {
-        try await writing(try sendBody(draft, as: sender))
+    ///
+    /// `session`: the sender's session (connection) the message is sent from, which does not get it
+    /// as an event, as CometChat's sender does not (the sender's other sessions do).
+    public func send(_ draft: MessageDraft, as sender: String, session: String? = nil) async throws(ChatError)
+        -> Message
+    {
+        try await writing(try sendBody(draft, as: sender, session: session))
     }
 
     /// Queues a send for the store's writer before returning (so sends queued one after another
@@ -25,7 +30,7 @@ extension ChatService {
             pending: store.submit(try sendBody(draft, as: sender), callerGoesOn: callerGoesOn), service: self)
     }
 
-    func sendBody(_ draft: MessageDraft, as sender: String) throws(ChatError)
+    func sendBody(_ draft: MessageDraft, as sender: String, session: String? = nil) throws(ChatError)
         -> @Sendable (any ChatWriteTransaction) throws -> Message
     {
         try MessageRules.checkContent(draft, maximumTextBytes: settings.messageTextBytes)
@@ -42,16 +47,17 @@ extension ChatService {
             // A message just made has no save and no subscription yet: its live form (with the quote
             // preview) plus the sender's mention flag is the sender's view, with no more lookups.
             var message = try Self.insert(
-                tx, draft, from: sender, at: now, category: draft.category, defaults: defaults)
+                tx, draft, from: sender, at: now, category: draft.category, defaults: defaults, session: session)
             message.hasMentionedMe = message.mentionedUids.contains(sender)
             return message
         }
     }
 
-    /// Validates, inserts and announces one message inside `tx`; returns its live form.
+    /// Validates, inserts and announces one message inside `tx` (to everyone who can see it but the
+    /// sender's `session`); returns its live form.
     static func insert(
         _ tx: any ChatWriteTransaction, _ draft: MessageDraft, from sender: String, at now: Int64,
-        category: MessageCategory, defaults: NotificationPreferences
+        category: MessageCategory, defaults: NotificationPreferences, session: String? = nil
     ) throws -> Message {
         switch draft.receiver {
         case .user(let uid): _ = try requireUser(tx, uid)
@@ -93,7 +99,9 @@ extension ChatService {
         let live = try decorateLive(tx, message)
         let event = ChatEvent(
             name: EventName.received(message), conversationId: conversationId, createdAt: now, message: live)
-        _ = try tx.appendEvent(event, audience: audience(of: message))
+        var audience = audience(of: message)
+        audience.excludedSession = session
+        _ = try tx.appendEvent(event, audience: audience)
         return live
     }
 

@@ -32,7 +32,8 @@ public final class SQLiteChatStore: ChatStore {
     /// Which groups each recent reader of events is in, so a page can be answered from `cache`.
     private let memberships = Memberships()
     let checkpointer: Checkpointer
-    /// Wakes every waiting consumer each `pollInterval`: commits of other processes are not announced.
+    /// Each `pollInterval`, finds other processes' commits (they are not announced here) and ends the
+    /// waits for anyone's events.
     private let poller: PollTimer
 
     /// Opens (creating when absent) the database at `path`.
@@ -90,9 +91,7 @@ public final class SQLiteChatStore: ChatStore {
         // consumer waiting for its own user's events sleeps on through the ticks.
         timer.setEventHandler { [weak self] in
             guard let self else { return }
-            if let latest = try? self.reading({ try $0.latestSequence() }), latest > self.notifier.latest {
-                self.notifier.advance(to: latest)
-            }
+            if let latest = try? self.reading({ try $0.latestSequence() }) { self.notifier.found(newest: latest) }
             self.notifier.tick()
         }
         timer.resume()
@@ -241,10 +240,9 @@ public final class SQLiteChatStore: ChatStore {
     /// same file, the crash test's writer) commit too.
     public func latestEventSequence() async throws -> Int64 {
         let latest = try await read { tx in try (tx as? SQLiteTransaction)?.latestSequence() ?? 0 }
-        // Newer than this process knows: another process's commit, whose audiences are not known
-        // here, so every consumer behind it looks. Otherwise nobody is woken (a readiness probe
-        // must not wake every stream that slept through other rooms' events).
-        if latest > notifier.latest { notifier.advance(to: latest) }
+        // Nobody is woken unless another process committed it: a readiness probe must not wake every
+        // stream that slept through other rooms' events.
+        notifier.found(newest: latest)
         return latest
     }
 
@@ -660,6 +658,14 @@ final class EventNotifier: Sendable {
     /// process's, or the newest at start).
     func advance(to seq: Int64) {
         resume(raisingLatestTo: seq) { waiter, latest in waiter.after < latest }
+    }
+
+    /// The newest sequence read from the database: when it is newer than this process knows, another
+    /// process committed it (its audiences are not known here), so every waiter behind it is woken;
+    /// otherwise nobody is.
+    func found(newest seq: Int64) {
+        guard seq > latest else { return }
+        advance(to: seq)
     }
 
     /// After this process committed `events` (in sequence order, each with its audience): wakes

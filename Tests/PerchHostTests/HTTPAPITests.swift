@@ -163,16 +163,19 @@ import Testing
         }
     }
 
+    /// `uid`'s event stream (as `session`, when given), once it is open.
+    func openStream(_ http: HTTPChat, as uid: String, session: String? = nil) async throws -> SSEClient {
+        let stream = try SSEClient(
+            port: http.server.port, path: "/v3/events" + (session.map { "?session=\($0)" } ?? ""),
+            headers: ["apikey": apiKey, "onBehalfOf": uid])
+        await onThread { stream.waitUntilOpen() }
+        return stream
+    }
+
     @Test func eventsResumeWithLastEventIDAndSavesSkipTheSavingConnection() async throws {
         try await withHTTPChat { http in
-            let laptop = try SSEClient(
-                port: http.server.port, path: "/v3/events?session=laptop",
-                headers: ["apikey": apiKey, "onBehalfOf": "bob"])
-            let phone = try SSEClient(
-                port: http.server.port, path: "/v3/events?session=phone",
-                headers: ["apikey": apiKey, "onBehalfOf": "bob"])
-            await onThread { laptop.waitUntilOpen() }
-            await onThread { phone.waitUntilOpen() }
+            let laptop = try await openStream(http, as: "bob", session: "laptop")
+            let phone = try await openStream(http, as: "bob", session: "phone")
             var ids: [Int] = []
             for index in 0..<3 {
                 let sent = try await http.call(
@@ -208,17 +211,9 @@ import Testing
     /// else, get it. Without the header every session of the sender gets it.
     @Test func aMessageSentFromASessionIsNotEchoedToIt() async throws {
         try await withHTTPChat { http in
-            let laptop = try SSEClient(
-                port: http.server.port, path: "/v3/events?session=laptop",
-                headers: ["apikey": apiKey, "onBehalfOf": "bob"])
-            let phone = try SSEClient(
-                port: http.server.port, path: "/v3/events?session=phone",
-                headers: ["apikey": apiKey, "onBehalfOf": "bob"])
-            let carol = try SSEClient(
-                port: http.server.port, path: "/v3/events", headers: ["apikey": apiKey, "onBehalfOf": "carol"])
-            await onThread { laptop.waitUntilOpen() }
-            await onThread { phone.waitUntilOpen() }
-            await onThread { carol.waitUntilOpen() }
+            let laptop = try await openStream(http, as: "bob", session: "laptop")
+            let phone = try await openStream(http, as: "bob", session: "phone")
+            let carol = try await openStream(http, as: "carol")
             func post(_ text: String, headers: [String: String] = [:]) async throws {
                 let sent = try await http.call(
                     "POST", "/v3/messages", as: .user("bob"),

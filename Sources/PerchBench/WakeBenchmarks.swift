@@ -5,15 +5,21 @@ import PerchService
 
 /// Many consumers in other rooms while one room is busy: 500 people, each in a room of their own,
 /// each following their events (as an SSE stream or a bot does), and one sender posting 1,000
-/// messages, one every 4 ms (250 a second), in a room none of them is in. Measured twice in one
-/// process, the followers first waiting for any commit, then for their own user's events (what
-/// `followEvents` and the bots do): the process's CPU time per message and the followers' wake-ups.
-/// `PERCH_BENCH_FOLLOWERS` sets the number of followers (0 gives the cost of the paced sends alone).
+/// messages, one every 4 ms (250 a second), in a room none of them is in. Measured three times in
+/// one process: the followers waiting for any commit (`any_commit`), then for their own user's
+/// events (what `followEvents` and the bots do: `own_events`), and then with the messages going to
+/// the followers' own rooms in turn (`own_rooms`: each wakes one follower, which has slept through
+/// the messages of all the other rooms since its last). The process's CPU time per message and the
+/// followers' wake-ups. `PERCH_BENCH_FOLLOWERS` sets the number of followers (0 gives the cost of
+/// the paced sends alone).
 func benchmarkWakes() async throws {
     let followers = max(0, Int(ProcessInfo.processInfo.environment["PERCH_BENCH_FOLLOWERS"] ?? "") ?? 500)
     let sends = 1_000
     var fields: [String: Any] = ["followers": followers, "sends": sends]
-    for filtered in [false, true] {
+    for (key, filtered, ownRooms) in [
+        ("any_commit", false, false), ("own_events", true, false), ("own_rooms", true, true),
+    ]
+    where !ownRooms || followers > 0 {
         let chat = try BenchChat()
         let service = chat.service
         _ = try await service.createUser(uid: "sender", name: "Sender")
@@ -58,7 +64,13 @@ func benchmarkWakes() async throws {
         let wokenBefore = woken.withLock { $0 }
         let start = DispatchTime.now().uptimeNanoseconds
         for index in 0..<sends {
-            _ = try await service.send(MessageDraft(to: .group("busy"), text: "m\(index)"), as: "sender")
+            if ownRooms {
+                // Spread over the rooms (7,919 is prime), so each follower sleeps through the others.
+                let room = index * 7_919 % followers
+                _ = try await service.send(MessageDraft(to: .group("room\(room)"), text: "m\(index)"), as: "p\(room)")
+            } else {
+                _ = try await service.send(MessageDraft(to: .group("busy"), text: "m\(index)"), as: "sender")
+            }
             let due = start + UInt64(index + 1) * 4_000_000
             let now = DispatchTime.now().uptimeNanoseconds
             if due > now { try await Task.sleep(for: .nanoseconds(due - now)) }
@@ -68,7 +80,6 @@ func benchmarkWakes() async throws {
         let wakes = woken.withLock { $0 } - wokenBefore
         for task in tasks { task.cancel() }
         await chat.close()
-        let key = filtered ? "own_events" : "any_commit"
         fields["\(key)_sends_per_s"] = (Double(sends) / seconds).rounded()
         fields["\(key)_cores"] = (cpu / seconds).rounded3
         fields["\(key)_cpu_us_per_send"] = (cpu / Double(sends) * 1e6).rounded3

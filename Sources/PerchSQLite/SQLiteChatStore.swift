@@ -193,8 +193,7 @@ public final class SQLiteChatStore: ChatStore {
         // The newest sequence first, the membership generation second: a commit that changed
         // members moves the generation before its events count as committed (see `Writer.commit`).
         let latest = notifier.latest
-        var page = EventPage(events: [], scannedThrough: seq)
-        guard latest > seq else { return page }
+        guard latest > seq else { return EventPage(events: [], scannedThrough: seq) }
         let generation = memberships.generation
         let groups: Set<String>
         if let known = memberships.groups(of: uid, generation: generation) {
@@ -203,17 +202,14 @@ public final class SQLiteChatStore: ChatStore {
             groups = try reading { tx in try tx.groups(of: uid) }
             memberships.remember(groups, of: uid, generation: generation)
         }
-        guard
-            let found = cache.page(
-                for: uid, groups: groups, session: session, after: seq, through: latest, limit: limit)
-        else {
-            // Another process's event (or one the cache no longer holds): it may have changed
-            // members, so every remembered membership is read again after this.
-            memberships.invalidate()
-            return nil
+        if let page = cache.page(for: uid, groups: groups, session: session, after: seq, through: latest, limit: limit)
+        {
+            return page
         }
-        page = found
-        return page
+        // Another process's event (or one the cache no longer holds): it may have changed members,
+        // so every remembered membership is read again after this.
+        memberships.invalidate()
+        return nil
     }
 
     private func checkoutReader() throws -> ConnectionBox {

@@ -324,9 +324,11 @@ function onEvent(name, event) {
   }
   if (!inOpenConversation(message)) return;
   let known = state.messages.get(message.id) || (state.thread && state.thread.id === message.id ? state.thread : null);
-  if (!known && message.sender === state.me.uid && message.parentMessageId === 0) {
-    // One of our own messages changed (a bot pinned an announcement, say) before the POST's answer
-    // showed it: this session gets no event for its own new messages, so it shows it from here.
+  if (!known && message.sender === state.me.uid && message.parentMessageId === 0
+      && message.id > Math.max(0, ...state.messages.keys())) {
+    // One of our own messages, newer than any shown, changed (a bot pinned an announcement, say)
+    // before the POST's answer showed it: this session gets no event for its own new messages, so
+    // it shows it from here. (An older one that is not loaded stays out of the list.)
     state.messages.set(message.id, message);
     $('#messages').append(messageNode(message));
     scrollToBottom();

@@ -324,6 +324,21 @@ class FallbackBellTests(WebChatTestCase):
         self.assertEqual(page.find('[data-testid="thread-replies"]').text.count("my own reply"), 1)
         self.assertEqual(len([n for n in page.finds("#messages .msg") if "my own line" in n.text]), 1)
 
+    def test_an_older_own_message_changed_elsewhere_stays_out_of_the_list(self):
+        # A change to one's own message that the page has not loaded (older than its page of 100)
+        # is not shown at the bottom as if it were new.
+        old = self.server.send("an old line of mine", "alice")
+        for index in range(100):
+            self.server.send(f"filler {index}", "bob")
+        page = self.page("alice")
+        page.open_group("general")
+        page.wait_until(lambda: [n for n in page.finds("#messages .msg") if "filler 99" in n.text],
+                        what="the newest page")
+        self.server.api("PUT", f"/v3/messages/{old['id']}", {"data": {"text": "edited elsewhere"}}, as_uid="alice")
+        marker = self.server.send("after the edit", "bob")
+        page.message(marker["id"])
+        self.assertEqual([n for n in page.finds("#messages .msg") if "edited elsewhere" in n.text], [])
+
     def test_without_a_top_bar_bell_the_reply_count_bar_carries_the_fallback(self):
         page = self.page("alice")
         parent = self.server.send("fallback", "bob")

@@ -61,11 +61,14 @@ public final class WordListMatcher: @unchecked Sendable {
         }
         let flag = UInt32(HS_FLAG_CASELESS | HS_FLAG_UTF8 | HS_FLAG_SOM_LEFTMOST)
         let cache = cacheDirectory.map { DatabaseCache(directory: $0, key: Self.cacheKey(patterns, flag: flag)) }
-        var compiled = cache?.load()
-        loadedFromCache = compiled != nil
-        if compiled == nil {
+        let compiled: OpaquePointer
+        if let cached = cache?.load() {
+            compiled = cached
+            loadedFromCache = true
+        } else {
             compiled = try Self.compile(patterns, flag: flag)
-            cache?.store(compiled!)
+            cache?.store(compiled)
+            loadedFromCache = false
         }
         var scratch: OpaquePointer?
         guard hs_alloc_scratch(compiled, &scratch) == HS_SUCCESS, let scratch else {

@@ -881,11 +881,8 @@ final class ReferenceCache: @unchecked Sendable {
         preferences.removeAll(keepingCapacity: true)
     }
 
-    /// At the start of a batch, inside its transaction: forgets everything if another connection
-    /// committed since the last batch.
-    /// Forgets everything when another connection committed since the last check; answers whether
-    /// one did.
-    @discardableResult
+    /// At the start of a batch, inside its transaction: forgets everything when another connection
+    /// committed since the last batch, and answers whether one did.
     func check(_ db: SQLiteConnection) throws -> Bool {
         let version = try db.scalar("PRAGMA data_version")
         guard version != dataVersion else { return false }

@@ -57,7 +57,7 @@ extension ChatService {
     /// sender's `session`); returns its live form.
     static func insert(
         _ tx: any ChatWriteTransaction, _ draft: MessageDraft, from sender: String, at now: Int64,
-        category: MessageCategory, defaults: NotificationPreferences, session: String? = nil
+        category: MessageCategory, defaults: NotificationPreferences, session: String?
     ) throws -> Message {
         switch draft.receiver {
         case .user(let uid): _ = try requireUser(tx, uid)

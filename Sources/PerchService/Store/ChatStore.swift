@@ -39,9 +39,6 @@ public struct StoreClosedError: Error, Sendable, CustomStringConvertible {
 }
 
 extension ChatStore {
-    /// Returns once any event after `seq` is committed, the store closes, or the task is cancelled.
-    public func waitForEvents(after seq: Int64) async { await waitForEvents(after: seq, for: nil) }
-
     public func events(for uid: String, session: String?, after seq: Int64, limit: Int) async throws -> EventPage {
         try await read { tx in try tx.events(for: uid, session: session, after: seq, limit: limit) }
     }

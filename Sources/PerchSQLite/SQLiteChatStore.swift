@@ -340,9 +340,12 @@ final class Writer: Sendable {
         self.notifier = notifier
         self.cache = cache
         self.memberships = memberships
-        let thread = Thread { [self] in self.loop() }
-        thread.name = "perch-sqlite-writer"
-        thread.start()
+        // Named from inside: on Linux a name given before `start` does not reach the thread (and
+        // the system shows at most 15 bytes of it).
+        Thread.detachNewThread { [self] in
+            Thread.current.name = "perch-writer"
+            self.loop()
+        }
     }
 
     var isClosed: Bool { state.withLock { $0.closed } }
@@ -934,7 +937,8 @@ final class Checkpointer: Sendable {
         let box = ConnectionBox(connection: try SQLiteConnection(path: path, readOnly: false))
         try box.connection.execute("PRAGMA synchronous = \(synchronous.rawValue)")
         try box.connection.execute("PRAGMA wal_autocheckpoint = 0")
-        let thread = Thread { [self] in
+        Thread.detachNewThread { [self] in
+            Thread.current.name = "perch-checkpt"
             while true {
                 wake.wait()
                 let (closed, generation) = state.withLock { state in
@@ -955,8 +959,6 @@ final class Checkpointer: Sendable {
             }
             done.signal()
         }
-        thread.name = "perch-sqlite-checkpoint"
-        thread.start()
     }
 
     /// Hooks the writer's connection: its commits tell this checkpointer how long the log is.

@@ -64,17 +64,30 @@ func runInProcess(_ options: Options, configPath: String, spawnedAt: UInt64) asy
         throw BenchError(loaded.findings.map(\.description).joined(separator: "\n"))
     }
     let router = ReplyRouter()
+    // The bots' consumers and the person's task share one thread, as a connector inside the host
+    // would (`PERCH_BENCH_EXECUTOR=pool` puts both on the shared cooperative pool instead).
+    let executor = ProcessInfo.processInfo.environment["PERCH_BENCH_EXECUTOR"] == "pool" ? nil : HostExecutor()
+    defer { executor?.stop() }
     let host = BotHost(
         configuration: loaded,
         options: BotHost.Options(
             dataDirectory: directory, logger: HostLogger(minimum: .warning), schedulesFromTimer: false,
-            outbound: { _, message in router.deliver(message.text ?? "") }))
+            outbound: { _, message in router.deliver(message.text ?? "") }, executor: executor))
     try await host.start()
     guard let service = await host.service else { throw BenchError("the host has no service") }
     let injector = InProcessInjector(service: service, count: options.count)
-    var result = try await runPhases(options, injector: injector, router: router, spawnedAt: spawnedAt)
+    let phases = Task(executorPreference: executor) {
+        Phases(try await runPhases(options, injector: injector, router: router, spawnedAt: spawnedAt))
+    }
+    var result = try await phases.value.result
     result["burst_injection_in_order"] = injector.keptOrder
     result["durability"] = loaded.config?.storage.synchronous.rawValue ?? "normal"
     await host.stop()
     return result
+}
+
+/// The phases' result, handed from the person's task (its values are plain JSON values).
+struct Phases: @unchecked Sendable {
+    var result: [String: Any]
+    init(_ result: [String: Any]) { self.result = result }
 }

@@ -122,9 +122,10 @@ public struct TestHostTimeout: Error, CustomStringConvertible {
 ///   - config: config.yaml's text.
 ///   - bots: bot files by name (`"helper.yaml": "..."`).
 ///   - registry: the Swift plugins to offer.
+///   - executor: where the bots' consumers run (``BotHost/Options/executor``).
 public func withTestHost(
     config: String, bots: [String: String] = [:], registry: PluginRegistry = .standard,
-    environment: [String: String] = [:], _ body: (TestChat) async throws -> Void
+    environment: [String: String] = [:], executor: (any TaskExecutor)? = nil, _ body: (TestChat) async throws -> Void
 ) async throws {
     let directory = FileManager.default.temporaryDirectory.appendingPathComponent("perch-host-\(UUID().uuidString)")
         .path
@@ -134,14 +135,14 @@ public func withTestHost(
     for (name, text) in bots { try text.write(toFile: directory + "/bots/" + name, atomically: true, encoding: .utf8) }
     try await withTestHost(
         configPath: directory + "/config.yaml", dataDirectory: directory + "/data", registry: registry,
-        environment: environment, body)
+        environment: environment, executor: executor, body)
 }
 
 /// Starts a host on an existing configuration (for example the repository's own), with its data in
 /// `dataDirectory` (default: a temporary one), runs `body`, and always shuts the host down.
 public func withTestHost(
     configPath: String, dataDirectory: String? = nil, registry: PluginRegistry = .standard,
-    environment: [String: String] = [:], _ body: (TestChat) async throws -> Void
+    environment: [String: String] = [:], executor: (any TaskExecutor)? = nil, _ body: (TestChat) async throws -> Void
 ) async throws {
     let data =
         dataDirectory
@@ -155,7 +156,7 @@ public func withTestHost(
         configuration: loaded,
         options: BotHost.Options(
             dataDirectory: data, clock: clock, logger: HostLogger(minimum: .info, keepInMemory: true, sink: { _ in }),
-            registry: registry, schedulesFromTimer: false))
+            registry: registry, schedulesFromTimer: false, executor: executor))
     try await host.start()
     guard let service = await host.service else { throw HostError("the host has no service") }
     let chat = TestChat(host: host, service: service, clock: clock, directory: data)

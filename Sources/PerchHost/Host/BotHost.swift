@@ -35,14 +35,20 @@ public actor BotHost {
         /// Sees every message a bot sends, once it is committed: where a message leaves the host
         /// for its backend (benchmarks observe replies here; a connector's outbound queue sits here).
         public var outbound: (@Sendable (_ bot: String, _ message: Message) -> Void)?
+        /// Where the bots' consumers run: nil for the shared cooperative pool, or an executor such as
+        /// a ``HostExecutor`` that a connector's inbound task prefers too, so a message and its bots'
+        /// replies are handled on one thread without waking another.
+        public var executor: (any TaskExecutor)?
 
         public init(
             dataDirectory: String? = nil, clock: any ChatClock = SystemClock(), logger: HostLogger = HostLogger(),
             registry: PluginRegistry = .standard, monotonic: @escaping @Sendable () -> Double = BotHost.uptime,
             schedulesFromTimer: Bool = true, consumeEvents: Bool = true,
-            outbound: (@Sendable (_ bot: String, _ message: Message) -> Void)? = nil
+            outbound: (@Sendable (_ bot: String, _ message: Message) -> Void)? = nil,
+            executor: (any TaskExecutor)? = nil
         ) {
             self.outbound = outbound
+            self.executor = executor
             self.consumeEvents = consumeEvents
             self.dataDirectory = dataDirectory
             self.clock = clock
@@ -201,7 +207,9 @@ public actor BotHost {
             try await service.acknowledge(consumer: "bot:\(name)", seq: latest)
         }
         for name in fresh.keys where consumers[name] == nil {
-            consumers[name] = Task { [weak self] in await self?.consume(bot: name, service: service) }
+            consumers[name] = Task(executorPreference: options.executor) { [weak self] in
+                await self?.consume(bot: name, service: service)
+            }
         }
         configuration = loaded
     }

@@ -74,6 +74,20 @@ import Testing
         #expect(name != "perch-host-test")
     }
 
+    @Test func aJobOnItsThreadCanStopItWithoutWaitingForItself() async throws {
+        let executor = HostExecutor(name: "perch-host-test")
+        let names = await Task(executorPreference: executor) { () -> [String] in
+            let before = currentThreadName()
+            executor.stop()  // would never return if it waited for this thread to end
+            await withCheckedContinuation { continuation in
+                DispatchQueue.global().async { continuation.resume() }
+            }
+            return [before, currentThreadName()]
+        }.value
+        #expect(names.first == "perch-host-test")
+        #expect(names.last != "perch-host-test")
+    }
+
     @Test func theBotsConsumersRunOnTheHostsExecutor() async throws {
         var registry = PluginRegistry.standard
         registry.register(ThreadProbePlugin.self)

@@ -20,6 +20,8 @@ import PerchLock
 /// this executor would wait with it. Long CPU work belongs in a detached task.
 public final class HostExecutor: TaskExecutor, @unchecked Sendable {
     private let state = Lock<(jobs: [UnownedJob], sleeping: Bool, stopped: Bool)>(([], false, false))
+    /// The executor's thread, once it runs.
+    private let thread = Lock<pthread_t?>(nil)
     private let wake = DispatchSemaphore(value: 0)
     private let done = DispatchSemaphore(value: 0)
 
@@ -28,6 +30,7 @@ public final class HostExecutor: TaskExecutor, @unchecked Sendable {
         // Named from inside: on Linux a name given before `start` does not reach the thread.
         Thread.detachNewThread { [self] in
             Thread.current.name = name
+            thread.withLock { $0 = pthread_self() }
             self.loop()
         }
     }
@@ -45,7 +48,8 @@ public final class HostExecutor: TaskExecutor, @unchecked Sendable {
     }
 
     /// Ends the thread once the jobs queued so far have run; later jobs go to the shared pool, so a
-    /// task still preferring this executor finishes there.
+    /// task still preferring this executor finishes there. Returns once the thread has ended, or at
+    /// once when called from a job on that thread (which could not wait for itself).
     public func stop() {
         let sleeping = state.withLock { state -> Bool? in
             guard !state.stopped else { return nil }
@@ -55,7 +59,8 @@ public final class HostExecutor: TaskExecutor, @unchecked Sendable {
         }
         guard let sleeping else { return }
         if sleeping { wake.signal() }
-        done.wait()
+        let onItsThread = thread.withLock { $0.map { pthread_equal($0, pthread_self()) != 0 } ?? false }
+        if !onItsThread { done.wait() }
     }
 
     private func loop() {

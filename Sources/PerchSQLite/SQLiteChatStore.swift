@@ -340,10 +340,8 @@ final class Writer: Sendable {
         self.notifier = notifier
         self.cache = cache
         self.memberships = memberships
-        // Named from inside: on Linux a name given before `start` does not reach the thread (and
-        // the system shows at most 15 bytes of it).
         Thread.detachNewThread { [self] in
-            Thread.current.name = "perch-writer"
+            nameCurrentThread("perch-writer")
             self.loop()
         }
     }
@@ -938,7 +936,7 @@ final class Checkpointer: Sendable {
         try box.connection.execute("PRAGMA synchronous = \(synchronous.rawValue)")
         try box.connection.execute("PRAGMA wal_autocheckpoint = 0")
         Thread.detachNewThread { [self] in
-            Thread.current.name = "perch-checkpt"
+            nameCurrentThread("perch-checkpt")
             while true {
                 wake.wait()
                 let (closed, generation) = state.withLock { state in

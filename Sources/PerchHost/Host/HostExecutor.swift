@@ -11,10 +11,10 @@ import PerchLock
 /// same thread once the sender's task suspends, and the tap of their replies resumes the sender
 /// there again. A round trip then wakes no other thread. On the shared cooperative pool each of
 /// those resumptions may wake a second thread on the other core, which on this virtual machine is an
-/// interrupt between virtual CPUs (BENCHMARKS.md, ninth session: the closed loop's median 89 → 66
-/// µs). It does not help a sender on another thread (an HTTP connection's): then every message
-/// wakes this thread, where the pool may have found its own thread free; `perch run` keeps the
-/// pool.
+/// interrupt between virtual CPUs (BENCHMARKS.md, ninth session: the closed loop's median 0.089 →
+/// 0.068 ms in `make bench`). It does not help a sender on another thread (an HTTP connection's):
+/// then every message wakes this thread, where the pool may have found its own thread free;
+/// `perch run` keeps the pool.
 ///
 /// A job must not block the thread (sleep, wait on a semaphore for another task): every task on
 /// this executor would wait with it. Long CPU work belongs in a detached task.
@@ -27,12 +27,16 @@ public final class HostExecutor: TaskExecutor, @unchecked Sendable {
 
     /// Starts the thread, named `name` (at most 15 bytes are shown by `top -H` and `perf`).
     public init(name: String = "perch-host") {
-        // Named from inside: on Linux a name given before `start` does not reach the thread.
         Thread.detachNewThread { [self] in
-            Thread.current.name = name
+            nameCurrentThread(name)
             thread.withLock { $0 = pthread_self() }
             self.loop()
         }
+    }
+
+    /// Whether the caller runs on this executor's thread.
+    public var isCurrent: Bool {
+        thread.withLock { $0.map { pthread_equal($0, pthread_self()) != 0 } ?? false }
     }
 
     public func enqueue(_ job: consuming ExecutorJob) {
@@ -59,8 +63,7 @@ public final class HostExecutor: TaskExecutor, @unchecked Sendable {
         }
         guard let sleeping else { return }
         if sleeping { wake.signal() }
-        let onItsThread = thread.withLock { $0.map { pthread_equal($0, pthread_self()) != 0 } ?? false }
-        if !onItsThread { done.wait() }
+        if !isCurrent { done.wait() }
     }
 
     private func loop() {

@@ -149,18 +149,20 @@ final class ThreadExecutor: TaskExecutor, @unchecked Sendable {
 
     func enqueue(_ job: consuming ExecutorJob) {
         let job = UnownedJob(job)
-        // The wake is signalled under the lock. Nothing keeps this executor alive for the caller
-        // (the runtime holds it unowned): once the job is queued, the owner's thread may run it,
-        // finish the request and let the executor go, so nothing here may touch `self` after the
-        // lock is released. (Signalling after the lock crashed a loopback run under load: the
-        // semaphore was freed in between.)
-        let queued = state.withLock { state -> Bool in
-            guard !state.stopped else { return false }
+        // Nothing keeps this executor alive for the caller (the runtime holds it unowned): once the
+        // job is queued, the owner's thread may run it, finish the request and let the executor
+        // go, so nothing here may touch `self` after the lock is released. The semaphore is taken
+        // under the lock and signalled after it, through that reference, which keeps it alive.
+        // (Signalling through `self` after the lock crashed a loopback run under load: the semaphore
+        // was freed in between. Signalling under the lock made the woken owner sleep again at once,
+        // on the lock the signaller still held: perf counted it in a pipelined burst.)
+        let wake = state.withLock { state -> DispatchSemaphore? in
+            guard !state.stopped else { return nil }
             state.jobs.append(job)
-            wake.signal()
-            return true
+            return self.wake
         }
-        if !queued { globalConcurrentExecutor.enqueue(ExecutorJob(job)) }
+        guard let wake else { return globalConcurrentExecutor.enqueue(ExecutorJob(job)) }
+        wake.signal()
     }
 
     /// Runs the jobs queued so far, on this thread; false when there were none.

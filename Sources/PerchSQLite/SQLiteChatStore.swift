@@ -232,12 +232,13 @@ public final class SQLiteChatStore: ChatStore {
     /// Waits until an event after `seq` is committed (one `uid` may see, when given; another
     /// process's commits are found at the next poll tick, every `pollInterval`), or the store
     /// closes. A wait for anyone (`uid` nil) also ends at every poll tick.
-    public func waitForEvents(after seq: Int64, for uid: String?) async {
+    public func waitForEvents(after seq: Int64, for uid: String?, session: String?, ignoringOwnMessages: Bool) async {
         guard let uid else { return await notifier.wait(after: seq) }
         // The groups as remembered now (nil when not: then every commit wakes this wait).
         let generation = memberships.generation
         await notifier.wait(
-            after: seq, for: uid, groups: memberships.groups(of: uid, generation: generation), generation: generation)
+            after: seq, for: uid, groups: memberships.groups(of: uid, generation: generation), generation: generation,
+            session: session, ignoringOwnMessages: ignoringOwnMessages)
     }
 
     /// How often a waiting consumer looks for commits made by other processes.
@@ -540,28 +541,48 @@ final class OutcomeBox<T>: @unchecked Sendable {
 final class EventNotifier: Sendable {
     /// A consumer waiting for an event after `after`; `uid` is whose events it reads (nil: any), and
     /// `groups` the groups that user was in, as remembered in membership generation `generation`
-    /// when the wait began (nil: not known).
+    /// when the wait began (nil: not known). It reads them as `session` (events left out for that
+    /// session are not its), and, when `ignoresOwnMessages` (a bot), never events whose message its
+    /// user sent.
     final class Waiter {
         let after: Int64
         let uid: String?
         let groups: Set<String>?
         let generation: Int
+        let session: String?
+        let ignoresOwnMessages: Bool
         let continuation: CheckedContinuation<Void, Never>
 
         init(
-            after: Int64, uid: String?, groups: Set<String>?, generation: Int,
-            continuation: CheckedContinuation<Void, Never>
+            after: Int64, uid: String?, groups: Set<String>?, generation: Int, session: String? = nil,
+            ignoresOwnMessages: Bool = false, continuation: CheckedContinuation<Void, Never>
         ) {
             self.after = after
             self.uid = uid
             self.groups = groups
             self.generation = generation
+            self.session = session
+            self.ignoresOwnMessages = ignoresOwnMessages
             self.continuation = continuation
         }
 
         /// Whether the waiter is found through the index (its user's events, its groups'), rather
         /// than looked at by every commit.
         var isIndexed: Bool { uid != nil && groups != nil }
+
+        /// Whether some events of its user's or groups' are not the waiter's (its session's, its
+        /// own messages): a commit then looks at the events themselves.
+        var isFiltered: Bool { session != nil || ignoresOwnMessages }
+
+        /// Whether the waiter reads `entry`, whose audience is `audience` (an unindexed waiter reads
+        /// everything).
+        func reads(_ entry: CachedEvent, audience: EventAudience) -> Bool {
+            guard let uid, let groups else { return true }
+            guard audience.users.contains(uid) || audience.group.map(groups.contains) == true else { return false }
+            if let session, audience.excludedSession == session { return false }
+            if ignoresOwnMessages, entry.event.message?.sender == uid { return false }
+            return true
+        }
     }
 
     /// The waiters, and an index of them, so a commit looks only at those its events may concern.
@@ -670,6 +691,12 @@ final class EventNotifier: Sendable {
             if let group = audience.group { groups.insert(group) }
             users.formUnion(audience.users)
         }
+        // A few events (a live conversation's commits) are looked at one by one for the waiters
+        // that leave some of their user's events out; a large batch wakes them by user and group.
+        let examined = events.count <= Self.examinedBatch
+        func reads(_ waiter: Waiter) -> Bool {
+            events.contains { entry in entry.audience.map { waiter.reads(entry, audience: $0) } ?? true }
+        }
         let ready = state.withLock { state -> [CheckedContinuation<Void, Never>] in
             state.latest = max(state.latest, seq)
             let latest = state.latest
@@ -681,9 +708,13 @@ final class EventNotifier: Sendable {
                 let ready = Self.take(from: &state) { waiter in
                     guard waiter.after < latest else { return false }
                     guard waiter.isIndexed, let uid = waiter.uid, let known = waiter.groups, waiter.after < first,
-                        latest - waiter.after <= Self.maximumLag, waiter.generation == generation,
-                        !users.contains(uid), !groups.contains(where: known.contains)
+                        latest - waiter.after <= Self.maximumLag, waiter.generation == generation
                     else { return true }
+                    if users.contains(uid) || groups.contains(where: known.contains),
+                        !examined || !waiter.isFiltered || reads(waiter)
+                    {
+                        return true
+                    }
                     passedOver += 1
                     return false
                 }
@@ -693,13 +724,25 @@ final class EventNotifier: Sendable {
             }
             var picked = state.unindexed
             for (older, ids) in state.byGeneration where older != generation { picked.formUnion(ids) }
-            for uid in users { picked.formUnion(state.byUser[uid] ?? []) }
-            for group in groups { picked.formUnion(state.byGroup[group] ?? []) }
+            var named: Set<Int> = []
+            for uid in users { named.formUnion(state.byUser[uid] ?? []) }
+            for group in groups { named.formUnion(state.byGroup[group] ?? []) }
+            if examined {
+                named = named.filter { id in
+                    guard let waiter = state.waiters[id], waiter.isFiltered else { return true }
+                    return reads(waiter)
+                }
+            }
+            picked.formUnion(named)
             state.passedOver += state.waiters.count - picked.count
             return picked.compactMap { state.remove($0)?.continuation }
         }
         for continuation in ready { continuation.resume() }
     }
+
+    /// The largest commit whose events are looked at one by one for the waiters that leave some of
+    /// their user's events out.
+    static let examinedBatch = 16
 
     /// Resumes the waiters for anyone's events (the poll tick).
     func tick() {
@@ -744,7 +787,12 @@ final class EventNotifier: Sendable {
     /// Returns once an event after `seq` may be there for `uid` (nil: for anyone, and at every
     /// ``tick()`` too), at close, or when the task is cancelled. `groups`: the groups `uid` is in, as
     /// remembered in membership generation `generation` (nil when not known: every commit wakes it).
-    func wait(after seq: Int64, for uid: String? = nil, groups: Set<String>? = nil, generation: Int = 0) async {
+    /// `session` and `ignoringOwnMessages`: which of the user's events are not the waiter's
+    /// (``Waiter``).
+    func wait(
+        after seq: Int64, for uid: String? = nil, groups: Set<String>? = nil, generation: Int = 0,
+        session: String? = nil, ignoringOwnMessages: Bool = false
+    ) async {
         let id = state.withLock { state -> Int in
             state.next += 1
             return state.next
@@ -755,7 +803,8 @@ final class EventNotifier: Sendable {
                     if state.closed || state.latest > seq || Task.isCancelled { return true }
                     state.insert(
                         Waiter(
-                            after: seq, uid: uid, groups: groups, generation: generation, continuation: continuation),
+                            after: seq, uid: uid, groups: groups, generation: generation, session: session,
+                            ignoresOwnMessages: ignoringOwnMessages, continuation: continuation),
                         as: id)
                     return false
                 }

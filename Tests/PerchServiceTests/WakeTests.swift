@@ -38,10 +38,17 @@ import Testing
 
     /// Starts a wait for each of `uids` (nil: any event) after the newest event, and returns once all
     /// of them wait.
-    static func waiters(_ uids: [String?], on store: SQLiteChatStore) async throws -> [Task<Void, Never>] {
+    static func waiters(
+        _ uids: [String?], on store: SQLiteChatStore, session: String? = nil, ignoringOwnMessages: Bool = false
+    ) async throws -> [Task<Void, Never>] {
         let latest = try await store.latestEventSequence()
         let already = store.notifier.waiting
-        let tasks = uids.map { uid in Task { await store.waitForEvents(after: latest, for: uid) } }
+        let tasks = uids.map { uid in
+            Task {
+                await store.waitForEvents(
+                    after: latest, for: uid, session: session, ignoringOwnMessages: ignoringOwnMessages)
+            }
+        }
         while store.notifier.waiting < already + uids.count { try await Task.sleep(for: .milliseconds(1)) }
         return tasks
     }
@@ -140,6 +147,48 @@ import Testing
         }
     }
 
+    /// A message sent from a session is left out of that session's stream (CometChat's sender gets no
+    /// live event for it), so it does not wake that session's wait; the user's other sessions and
+    /// the other members are woken.
+    @Test func aMessageLeftOutForASessionDoesNotWakeThatSession() async throws {
+        try await Self.withRooms { store, service in
+            let before = try await store.latestEventSequence()
+            let passedOver = store.notifier.passedOver
+            let phone = try await Self.waiters(["bob"], on: store, session: "phone")
+            let others =
+                try await Self.waiters(["bob"], on: store, session: "laptop")
+                + Self.waiters(["dave"], on: store)
+            _ = try await service.send(
+                MessageDraft(to: .group("g"), text: "from the phone"), as: "bob", session: "phone")
+            #expect(store.notifier.waiting == 1)
+            #expect(store.notifier.passedOver == passedOver + 1)
+            // The phone's next event wakes it; its page holds that one only.
+            _ = try await service.send(MessageDraft(to: .group("g"), text: "from dave"), as: "dave")
+            #expect(store.notifier.waiting == 0)
+            for task in phone + others { task.cancel() }
+            for task in phone + others { await task.value }
+            let page = try await service.events(for: "bob", session: "phone", after: before)
+            #expect(page.events.compactMap(\.message?.text) == ["from dave"])
+        }
+    }
+
+    /// A bot's wait sleeps through the bot's own messages (it never handles them) and wakes for
+    /// anyone else's; a stream of the same user is woken by both.
+    @Test func aBotsWaitSleepsThroughItsOwnMessages() async throws {
+        try await Self.withRooms { store, service in
+            let passedOver = store.notifier.passedOver
+            let bot = try await Self.waiters(["dave"], on: store, ignoringOwnMessages: true)
+            let stream = try await Self.waiters(["dave"], on: store)
+            _ = try await service.send(MessageDraft(to: .group("g"), text: "dave's own"), as: "dave")
+            #expect(store.notifier.waiting == 1)
+            #expect(store.notifier.passedOver == passedOver + 1)
+            _ = try await service.send(MessageDraft(to: .group("g"), text: "bob's"), as: "bob")
+            #expect(store.notifier.waiting == 0)
+            for task in bot + stream { task.cancel() }
+            for task in bot + stream { await task.value }
+        }
+    }
+
     /// The poll tick ends the waits for anyone's events (a bot with a cursor to save waits so), not
     /// the waits of consumers for their own user's events.
     @Test func thePollTickWakesOnlyTheWaitsForAnyone() async throws {
@@ -147,7 +196,7 @@ import Testing
             let erin = try await Self.waiters(["erin"], on: store)
             // A wait for anyone ends at a tick (nothing is committed here).
             let latest = try await store.latestEventSequence()
-            await store.waitForEvents(after: latest, for: nil)
+            await store.waitForEvents(after: latest, for: nil, session: nil, ignoringOwnMessages: false)
             try await Task.sleep(for: .milliseconds(100))
             #expect(store.notifier.waiting == 1)
             erin[0].cancel()
@@ -211,7 +260,7 @@ import Testing
             #expect(store.pollInterval == .milliseconds(1))
             // Waits for anyone still end at the ticks.
             let latest = try await store.latestEventSequence()
-            await store.waitForEvents(after: latest, for: nil)
+            await store.waitForEvents(after: latest, for: nil, session: nil, ignoringOwnMessages: false)
         }
     }
 }
@@ -226,6 +275,8 @@ import Testing
         var groups: Set<String>?
         var generation: Int
         var after: Int64
+        var session: String?
+        var ignoresOwnMessages: Bool
     }
 
     /// Whether a commit of `events` (the newest now `latest`) must wake `waiter`: the rule of
@@ -235,8 +286,18 @@ import Testing
         guard let uid = waiter.uid, let groups = waiter.groups, waiter.generation == generation,
             waiter.after < events[0].event.seq, latest - waiter.after <= EventNotifier.maximumLag
         else { return true }
-        return events.contains { entry in
+        let audiences = events.map { entry in
             entry.audience!.users.contains(uid) || entry.audience!.group.map(groups.contains) == true
+        }
+        // Up to `examinedBatch` events, a waiter that leaves some of its user's events out (its
+        // session's, its own messages) is woken only by one it reads; a larger commit wakes it by
+        // user and group alone.
+        guard waiter.session != nil || waiter.ignoresOwnMessages, events.count <= EventNotifier.examinedBatch else {
+            return audiences.contains(true)
+        }
+        return zip(events, audiences).contains { entry, concerns in
+            concerns && (waiter.session == nil || entry.audience!.excludedSession != waiter.session)
+                && !(waiter.ignoresOwnMessages && entry.event.message?.sender == uid)
         }
     }
 
@@ -255,26 +316,35 @@ import Testing
                     groups: Int.random(in: 0..<5, using: &random) == 0
                         ? nil : Set(groups.filter { _ in Int.random(in: 0..<3, using: &random) == 0 }),
                     generation: Int.random(in: 0..<6, using: &random) == 0 ? 1 : 2,
-                    after: start + [0, 0, 0, 0, 1, 2].randomElement(using: &random)!)
+                    after: start + [0, 0, 0, 0, 1, 2].randomElement(using: &random)!,
+                    session: [nil, "s0", "s1"].randomElement(using: &random)!,
+                    ignoresOwnMessages: Bool.random(using: &random))
             }
             // The project's pthread lock, which ThreadSanitizer sees (not the test helper's Mutex).
             let woke = Lock<Set<Int>>([])
             let tasks = specs.enumerated().map { index, spec in
                 Task {
                     await notifier.wait(
-                        after: spec.after, for: spec.uid, groups: spec.groups, generation: spec.generation)
+                        after: spec.after, for: spec.uid, groups: spec.groups, generation: spec.generation,
+                        session: spec.session, ignoringOwnMessages: spec.ignoresOwnMessages)
                     woke.withLock { _ = $0.insert(index) }
                 }
             }
             while notifier.waiting < specs.count { try await Task.sleep(for: .milliseconds(1)) }
             let first = start + (Int.random(in: 0..<8, using: &random) == 0 ? 5_000 : 1)
-            let events = (0..<Int.random(in: 1...3, using: &random)).map { offset in
+            // Mostly a few events (each looked at), now and then more than a commit's examined batch.
+            let count = Int.random(in: 0..<6, using: &random) == 0 ? EventNotifier.examinedBatch + 4 : 3
+            let events = (0..<Int.random(in: 1...count, using: &random)).map { offset in
                 CachedEvent(
                     event: ChatEvent(
-                        seq: first + Int64(offset), name: .textMessageReceived, conversationId: "c", createdAt: 0),
+                        seq: first + Int64(offset), name: .textMessageReceived, conversationId: "c", createdAt: 0,
+                        message: Message(
+                            conversationId: "c", sender: users.randomElement(using: &random)!, receiverType: .group,
+                            receiverUid: "c")),
                     audience: EventAudience(
                         group: Bool.random(using: &random) ? groups.randomElement(using: &random) : nil,
-                        users: users.filter { _ in Int.random(in: 0..<4, using: &random) == 0 }))
+                        users: users.filter { _ in Int.random(in: 0..<4, using: &random) == 0 },
+                        excludedSession: [nil, nil, "s0", "s1"].randomElement(using: &random)!))
             }
             let latest = events.last!.event.seq
             notifier.advance(to: latest, committed: events, generation: 2)

@@ -12,9 +12,13 @@ extension ChatService {
     }
 
     /// Returns once an event after `seq` is committed (or the store closes, or the task is cancelled).
-    /// With a `uid`, the wait may go on through events that user cannot see.
-    public func waitForEvents(after seq: Int64, for uid: String? = nil) async {
-        await store.waitForEvents(after: seq, for: uid)
+    /// With a `uid`, the wait may go on through events that user cannot see, events left out for
+    /// `session`, and, with `ignoringOwnMessages`, events whose message `uid` sent
+    /// (``ChatStore/waitForEvents(after:for:session:ignoringOwnMessages:)``).
+    public func waitForEvents(
+        after seq: Int64, for uid: String? = nil, session: String? = nil, ignoringOwnMessages: Bool = false
+    ) async {
+        await store.waitForEvents(after: seq, for: uid, session: session, ignoringOwnMessages: ignoringOwnMessages)
     }
 
     /// The last sequence a durable consumer acknowledged (0 when it never did).
@@ -45,7 +49,7 @@ extension ChatService {
             guard deliver(page.events) else { return }
             cursor = max(cursor, page.scannedThrough)
             if page.isFull { continue }
-            await waitForEvents(after: cursor, for: uid)
+            await waitForEvents(after: cursor, for: uid, session: session)
         }
     }
 

@@ -23,9 +23,11 @@ public protocol ChatStore: Sendable {
     /// The sequence number of the newest committed event.
     func latestEventSequence() async throws -> Int64
     /// Returns once an event after `seq` is committed, the store closes, or the task is cancelled.
-    /// With a `uid`, the store may sleep through events that user cannot see (it wakes at least
-    /// for every one the user can, and now and then for none).
-    func waitForEvents(after seq: Int64, for uid: String?) async
+    /// With a `uid`, the store may sleep through events that user cannot see, events left out for
+    /// `session` (``EventAudience/excludedSession``), and, with `ignoringOwnMessages`, events whose
+    /// message `uid` sent (a bot never handles those); it wakes at least for every other event the
+    /// user can see, and now and then for none.
+    func waitForEvents(after seq: Int64, for uid: String?, session: String?, ignoringOwnMessages: Bool) async
     /// Closes the store; later calls fail with ``StoreClosedError``.
     func close() async
 }

@@ -297,7 +297,10 @@ public enum StoreOpenError: Error, CustomStringConvertible, Sendable {
 }
 
 /// The single writer, with group commit. One connection writes; whoever owns it runs a batch of
-/// queued transaction bodies in one transaction, each in its own savepoint.
+/// queued transaction bodies in one transaction. A body that fails leaves the others committed:
+/// the batch first runs without a savepoint per body (two statements each); when a body fails, the
+/// batch's changes are rolled back and it runs again with one savepoint per body. A lone body needs
+/// no savepoint at all: when it fails, its transaction is rolled back.
 ///
 /// A caller that finds the writer idle commits on its own thread (no hand-off: a lone send pays no
 /// thread wake-ups); bodies arriving meanwhile queue up, and when the caller is done it hands the
@@ -305,8 +308,9 @@ public enum StoreOpenError: Error, CustomStringConvertible, Sendable {
 /// connection is only ever used by one thread at a time.
 final class Writer: Sendable {
     struct Job: @unchecked Sendable {
-        // Runs on the owning thread only: the body, then the continuation after the commit.
-        let run: (SQLiteTransaction) -> Void
+        // Runs on the owning thread only: the body (in a savepoint of its own when `guarded`; false
+        // when it failed), then the continuation after the commit.
+        let run: (_ tx: SQLiteTransaction, _ guarded: Bool) -> Bool
         let finish: (Error?) -> Void
     }
 
@@ -359,7 +363,16 @@ final class Writer: Sendable {
     ) {
         let outcome = OutcomeBox<T>()
         let job = Job(
-            run: { tx in
+            run: { tx, guarded in
+                guard guarded else {
+                    do {
+                        outcome.result = .success(try body(tx))
+                        return true
+                    } catch {
+                        outcome.result = .failure(error)
+                        return false
+                    }
+                }
                 let db = tx.db
                 let appended = tx.appended.count
                 let lastSequence = tx.lastEventSequence
@@ -380,6 +393,7 @@ final class Writer: Sendable {
                 } catch {
                     outcome.result = .failure(error)
                 }
+                return true
             },
             finish: { commitError in
                 if let commitError, case .success = outcome.result {
@@ -481,7 +495,7 @@ final class Writer: Sendable {
     private func commit(_ batch: [Job], mayWait: Bool) -> Bool {
         let db = connection.connection
         checkpointer.catchUpIfDue(db)
-        let tx = SQLiteTransaction(db, coder: connection.coder, cache: nil, reference: reference)
+        var tx = SQLiteTransaction(db, coder: connection.coder, cache: nil, reference: reference)
         var commitError: Error?
         // Whether another process committed since this connection's last batch: its events'
         // audiences are not known here.
@@ -501,8 +515,26 @@ final class Writer: Sendable {
             if mayWait { try db.run("BEGIN IMMEDIATE") }
             if let commitError { throw commitError }
             foreign = try reference.check(db)
-            for job in batch { job.run(tx) }
-            try db.run("COMMIT")
+            if batch.count == 1 {
+                if batch[0].run(tx, false) {
+                    try db.run("COMMIT")
+                } else {
+                    // Its failure is its own answer; nothing else was in the transaction.
+                    try db.run("ROLLBACK")
+                    reference.forget()
+                    tx = SQLiteTransaction(db, coder: connection.coder, cache: nil, reference: reference)
+                }
+            } else {
+                try db.run("SAVEPOINT batch")
+                if !batch.allSatisfy({ $0.run(tx, false) }) {
+                    try db.run("ROLLBACK TO batch")
+                    reference.forget()
+                    tx = SQLiteTransaction(db, coder: connection.coder, cache: nil, reference: reference)
+                    for job in batch { _ = job.run(tx, true) }
+                }
+                try db.run("RELEASE batch")
+                try db.run("COMMIT")
+            }
         } catch {
             commitError = error
             try? db.execute("ROLLBACK")

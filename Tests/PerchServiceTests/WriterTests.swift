@@ -48,6 +48,48 @@ import Testing
         }
     }
 
+    /// A body that wrote (a cursor, an event) and then failed leaves nothing behind, alone or in a
+    /// batch, and the other bodies of its batch commit (it runs again with a savepoint per body).
+    @Test func aBodyThatFailsAfterWritingLeavesNothingAndItsBatchCommits() async throws {
+        struct Refused: Error {}
+        try await withChat { chat in
+            let before = try await chat.store.latestEventSequence()
+            @Sendable func body(_ index: Int, fails: Bool) -> @Sendable (any ChatWriteTransaction) throws -> Void {
+                { tx in
+                    try tx.setCursor(consumer: "c\(index)", seq: Int64(index + 1))
+                    _ = try tx.appendEvent(
+                        ChatEvent(name: .textMessageReceived, conversationId: "group_g", createdAt: 0),
+                        audience: EventAudience(group: "g"))
+                    if fails { throw Refused() }
+                }
+            }
+            // Alone: its transaction is rolled back.
+            await #expect(throws: Refused.self) { try await chat.store.submit(body(0, fails: true)).value }
+            #expect(try await chat.service.cursor(consumer: "c0") == 0)
+            #expect(try await chat.store.latestEventSequence() == before)
+            // Queued together (the writer thread takes them in batches): every third fails.
+            let pending = (1...60).map { index in
+                chat.store.submit(body(index, fails: index % 3 == 0), callerGoesOn: true)
+            }
+            var failed = 0
+            for write in pending {
+                do { try await write.value } catch is Refused { failed += 1 }
+            }
+            #expect(failed == 20)
+            for index in 1...60 {
+                let expected: Int64 = index % 3 == 0 ? 0 : Int64(index + 1)
+                #expect(try await chat.service.cursor(consumer: "c\(index)") == expected)
+            }
+            // The events of the bodies that committed, and of no other, are there, from memory and
+            // from the file alike.
+            let latest = try await chat.store.latestEventSequence()
+            #expect(latest == before + 40)
+            let page = try await chat.service.events(for: "bob", after: before, limit: 100)
+            #expect(page.events.count == 40)
+            #expect(page.events.map(\.seq) == Array(before + 1...latest))
+        }
+    }
+
     @Test func queueingRefusesBadContentAtOnce() async throws {
         try await withChat { chat in
             #expect(throws: ChatError.self) {

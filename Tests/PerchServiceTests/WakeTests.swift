@@ -53,6 +53,24 @@ import Testing
         return tasks
     }
 
+    /// Sends `first`, through which exactly one of `waiters` must sleep on, then `second`, which
+    /// must wake it; then ends the waiters.
+    static func expectOneSleepsThrough(
+        _ first: (to: String, text: String, as: String, session: String?),
+        then second: (to: String, text: String, as: String),
+        waiters: [Task<Void, Never>], store: SQLiteChatStore, service: ChatService
+    ) async throws {
+        let passedOver = store.notifier.passedOver
+        _ = try await service.send(
+            MessageDraft(to: .group(first.to), text: first.text), as: first.as, session: first.session)
+        #expect(store.notifier.waiting == 1)
+        #expect(store.notifier.passedOver == passedOver + 1)
+        _ = try await service.send(MessageDraft(to: .group(second.to), text: second.text), as: second.as)
+        #expect(store.notifier.waiting == 0)
+        for task in waiters { task.cancel() }
+        for task in waiters { await task.value }
+    }
+
     @Test func aMessageWakesItsConversationsConsumersOnly() async throws {
         try await Self.withRooms { store, service in
             let passedOver = store.notifier.passedOver
@@ -153,20 +171,15 @@ import Testing
     @Test func aMessageLeftOutForASessionDoesNotWakeThatSession() async throws {
         try await Self.withRooms { store, service in
             let before = try await store.latestEventSequence()
-            let passedOver = store.notifier.passedOver
-            let phone = try await Self.waiters(["bob"], on: store, session: "phone")
-            let others =
-                try await Self.waiters(["bob"], on: store, session: "laptop")
-                + Self.waiters(["dave"], on: store)
-            _ = try await service.send(
-                MessageDraft(to: .group("g"), text: "from the phone"), as: "bob", session: "phone")
-            #expect(store.notifier.waiting == 1)
-            #expect(store.notifier.passedOver == passedOver + 1)
-            // The phone's next event wakes it; its page holds that one only.
-            _ = try await service.send(MessageDraft(to: .group("g"), text: "from dave"), as: "dave")
-            #expect(store.notifier.waiting == 0)
-            for task in phone + others { task.cancel() }
-            for task in phone + others { await task.value }
+            let waiters =
+                try await Self.waiters(["bob"], on: store, session: "phone")
+                + Self.waiters(["bob"], on: store, session: "laptop") + Self.waiters(["dave"], on: store)
+            // The phone sleeps through its own message; its next event wakes it, and its page holds
+            // that one only.
+            try await Self.expectOneSleepsThrough(
+                (to: "g", text: "from the phone", as: "bob", session: "phone"),
+                then: (to: "g", text: "from dave", as: "dave"),
+                waiters: waiters, store: store, service: service)
             let page = try await service.events(for: "bob", session: "phone", after: before)
             #expect(page.events.compactMap(\.message?.text) == ["from dave"])
         }
@@ -176,16 +189,13 @@ import Testing
     /// anyone else's; a stream of the same user is woken by both.
     @Test func aBotsWaitSleepsThroughItsOwnMessages() async throws {
         try await Self.withRooms { store, service in
-            let passedOver = store.notifier.passedOver
-            let bot = try await Self.waiters(["dave"], on: store, ignoringOwnMessages: true)
-            let stream = try await Self.waiters(["dave"], on: store)
-            _ = try await service.send(MessageDraft(to: .group("g"), text: "dave's own"), as: "dave")
-            #expect(store.notifier.waiting == 1)
-            #expect(store.notifier.passedOver == passedOver + 1)
-            _ = try await service.send(MessageDraft(to: .group("g"), text: "bob's"), as: "bob")
-            #expect(store.notifier.waiting == 0)
-            for task in bot + stream { task.cancel() }
-            for task in bot + stream { await task.value }
+            let waiters =
+                try await Self.waiters(["dave"], on: store, ignoringOwnMessages: true)
+                + Self.waiters(["dave"], on: store)
+            try await Self.expectOneSleepsThrough(
+                (to: "g", text: "dave's own", as: "dave", session: nil),
+                then: (to: "g", text: "bob's", as: "bob"),
+                waiters: waiters, store: store, service: service)
         }
     }
 

@@ -32,7 +32,8 @@ let package = Package(
         .target(name: "PerchMatch", dependencies: ["CHyperscan", "PerchLock"]),
         // The pure chat core: types, rules, errors. No I/O, no clock.
         .target(name: "PerchChat"),
-        // A value behind a pthread mutex (not Synchronization.Mutex: see its comment), and thread names.
+        // A value behind a pthread mutex (not Synchronization.Mutex: see its comment), thread names,
+        // and the executor whose jobs a thread of the owner's runs.
         .target(name: "PerchLock"),
         // Configuration: config.yaml and bots/*.yaml decoded with located findings.
         .target(name: "PerchConfig", dependencies: ["PerchYAML", "PerchRegex", "PerchChat"]),

@@ -309,7 +309,7 @@ public enum StoreOpenError: Error, CustomStringConvertible, Sendable {
 final class Writer: Sendable {
     struct Job: @unchecked Sendable {
         // Runs on the owning thread only: the body (in a savepoint of its own when `guarded`; false
-        // when it failed), then the continuation after the commit.
+        // when the body failed), then the continuation after the commit.
         let run: (_ tx: SQLiteTransaction, _ guarded: Bool) -> Bool
         let finish: (Error?) -> Void
     }
@@ -393,7 +393,8 @@ final class Writer: Sendable {
                 } catch {
                     outcome.result = .failure(error)
                 }
-                return true
+                if case .success = outcome.result { return true }
+                return false
             },
             finish: { commitError in
                 if let commitError, case .success = outcome.result {
@@ -726,8 +727,10 @@ final class EventNotifier: Sendable {
         // A few events (a live conversation's commits) are looked at one by one for the waiters
         // that leave some of their user's events out; a large batch wakes them by user and group.
         let examined = events.count <= Self.examinedBatch
-        func reads(_ waiter: Waiter) -> Bool {
-            events.contains { entry in entry.audience.map { waiter.reads(entry, audience: $0) } ?? true }
+        /// Whether a waiter these events name (by user or group) is to be woken.
+        func wakes(_ waiter: Waiter) -> Bool {
+            guard examined, waiter.isFiltered else { return true }
+            return events.contains { entry in entry.audience.map { waiter.reads(entry, audience: $0) } ?? true }
         }
         let ready = state.withLock { state -> [CheckedContinuation<Void, Never>] in
             state.latest = max(state.latest, seq)
@@ -742,11 +745,7 @@ final class EventNotifier: Sendable {
                     guard waiter.isIndexed, let uid = waiter.uid, let known = waiter.groups, waiter.after < first,
                         latest - waiter.after <= Self.maximumLag, waiter.generation == generation
                     else { return true }
-                    if users.contains(uid) || groups.contains(where: known.contains),
-                        !examined || !waiter.isFiltered || reads(waiter)
-                    {
-                        return true
-                    }
+                    if users.contains(uid) || groups.contains(where: known.contains), wakes(waiter) { return true }
                     passedOver += 1
                     return false
                 }
@@ -759,13 +758,7 @@ final class EventNotifier: Sendable {
             var named: Set<Int> = []
             for uid in users { named.formUnion(state.byUser[uid] ?? []) }
             for group in groups { named.formUnion(state.byGroup[group] ?? []) }
-            if examined {
-                named = named.filter { id in
-                    guard let waiter = state.waiters[id], waiter.isFiltered else { return true }
-                    return reads(waiter)
-                }
-            }
-            picked.formUnion(named)
+            picked.formUnion(examined ? named.filter { id in state.waiters[id].map(wakes) ?? true } : named)
             state.passedOver += state.waiters.count - picked.count
             return picked.compactMap { state.remove($0)?.continuation }
         }

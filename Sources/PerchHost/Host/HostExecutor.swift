@@ -19,10 +19,11 @@ import PerchLock
 /// A job must not block the thread (sleep, wait on a semaphore for another task): every task on
 /// this executor would wait with it. Long CPU work belongs in a detached task.
 public final class HostExecutor: TaskExecutor, @unchecked Sendable {
-    private let state = Lock<(jobs: [UnownedJob], sleeping: Bool, stopped: Bool)>(([], false, false))
+    /// The queue and the wake-ups, as an HTTP connection's thread has them.
+    private let jobs = ThreadExecutor()
+    private let stopping = Lock(false)
     /// The executor's thread, once it runs.
     private let thread = Lock<pthread_t?>(nil)
-    private let wake = DispatchSemaphore(value: 0)
     private let done = DispatchSemaphore(value: 0)
 
     /// Starts the thread, named `name` (at most 15 bytes are shown by `top -H` and `perf`).
@@ -40,48 +41,34 @@ public final class HostExecutor: TaskExecutor, @unchecked Sendable {
     }
 
     public func enqueue(_ job: consuming ExecutorJob) {
-        let job = UnownedJob(job)
-        let (queued, sleeping) = state.withLock { state -> (Bool, Bool) in
-            guard !state.stopped else { return (false, false) }
-            state.jobs.append(job)
-            defer { state.sleeping = false }
-            return (true, state.sleeping)
-        }
-        if !queued { globalConcurrentExecutor.enqueue(ExecutorJob(job)) }
-        if sleeping { wake.signal() }
+        jobs.enqueue(job)
     }
 
     /// Ends the thread once the jobs queued so far have run; later jobs go to the shared pool, so a
     /// task still preferring this executor finishes there. Returns once the thread has ended, or at
     /// once when called from a job on that thread (which could not wait for itself).
     public func stop() {
-        let sleeping = state.withLock { state -> Bool? in
-            guard !state.stopped else { return nil }
-            state.stopped = true
-            defer { state.sleeping = false }
-            return state.sleeping
+        let first = stopping.withLock { stopping -> Bool in
+            defer { stopping = true }
+            return !stopping
         }
-        guard let sleeping else { return }
-        if sleeping { wake.signal() }
+        guard first else { return }
+        jobs.signal()
         if !isCurrent { done.wait() }
     }
 
     private func loop() {
-        var batch: [UnownedJob] = []
+        // The jobs run as this executor's, the one their tasks prefer.
+        let executor = asUnownedTaskExecutor()
         while true {
-            // Takes every queued job at once; sleeps only when none came since the last batch.
-            let (stopped, sleep) = state.withLock { state -> (Bool, Bool) in
-                swap(&batch, &state.jobs)
-                state.sleeping = batch.isEmpty && !state.stopped
-                return (state.stopped, state.sleeping)
+            if jobs.runPending(as: executor) { continue }
+            if stopping.withLock({ $0 }) {
+                // What was queued before `stop` runs here; what comes after goes to the pool.
+                jobs.runPending(as: executor)
+                jobs.stop()
+                break
             }
-            if sleep {
-                wake.wait()
-                continue
-            }
-            for job in batch { job.runSynchronously(on: asUnownedTaskExecutor()) }
-            if batch.isEmpty && stopped { break }
-            batch.removeAll(keepingCapacity: true)
+            jobs.waitForWork()
         }
         done.signal()
     }

@@ -32,9 +32,11 @@ let package = Package(
         .target(name: "PerchMatch", dependencies: ["CHyperscan", "PerchLock"]),
         // The pure chat core: types, rules, errors. No I/O, no clock.
         .target(name: "PerchChat"),
+        // The calling thread's CPU affinity (C: glibc's `sched_setaffinity` needs `_GNU_SOURCE`).
+        .target(name: "CAffinity"),
         // A value behind a pthread mutex (not Synchronization.Mutex: see its comment), thread names,
-        // and the executor whose jobs a thread of the owner's runs.
-        .target(name: "PerchLock"),
+        // the executor whose jobs a thread of the owner's runs, and where such a thread runs.
+        .target(name: "PerchLock", dependencies: ["CAffinity"]),
         // Configuration: config.yaml and bots/*.yaml decoded with located findings.
         .target(name: "PerchConfig", dependencies: ["PerchYAML", "PerchRegex", "PerchChat"]),
         // The chat service: rules applied over a store behind a protocol.
@@ -81,7 +83,7 @@ let package = Package(
         // peers-v1 against errbot, opsdroid and maubot (`make bench`; shared/bench/peers).
         .executableTarget(
             name: "PerchPeersBench",
-            dependencies: ["PerchHost", "PerchConfig", "PerchService", "PerchChat", "CCrypto"]),
+            dependencies: ["PerchHost", "PerchConfig", "PerchService", "PerchChat", "PerchLock", "CCrypto"]),
         // The child process of the store's crash test.
         .executableTarget(name: "PerchStoreProbe", dependencies: ["PerchService", "PerchSQLite", "PerchChat"]),
 

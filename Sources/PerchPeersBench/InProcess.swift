@@ -2,6 +2,7 @@ import Foundation
 import PerchChat
 import PerchConfig
 import PerchHost
+import PerchLock
 import PerchService
 import Synchronization
 
@@ -65,8 +66,14 @@ func runInProcess(_ options: Options, configPath: String, spawnedAt: UInt64) asy
     }
     let router = ReplyRouter()
     // The bots' consumers and the person's task share one thread, as a connector inside the host
-    // would (`PERCH_BENCH_EXECUTOR=pool` puts both on the shared cooperative pool instead).
-    let executor = ProcessInfo.processInfo.environment["PERCH_BENCH_EXECUTOR"] == "pool" ? nil : HostExecutor()
+    // would (`PERCH_BENCH_EXECUTOR=pool` puts both on the shared cooperative pool instead), kept
+    // off the CPUs that take the disk's interrupts when there are others (`PERCH_BENCH_PLACEMENT=any`
+    // lets it run anywhere).
+    let environment = ProcessInfo.processInfo.environment
+    try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+    let cpus =
+        environment["PERCH_BENCH_PLACEMENT"] == "any" ? nil : CPUPlacement.awayFromStorageInterrupts(of: directory)
+    let executor = environment["PERCH_BENCH_EXECUTOR"] == "pool" ? nil : HostExecutor(cpus: cpus)
     defer { executor?.stop() }
     let host = BotHost(
         configuration: loaded,
@@ -81,6 +88,7 @@ func runInProcess(_ options: Options, configPath: String, spawnedAt: UInt64) asy
     }
     var result = try await phases.value.result
     result["burst_injection_in_order"] = injector.keptOrder
+    result["host_cpus"] = executor == nil ? "pool" : cpus.map { $0.map(String.init).joined(separator: ",") } ?? "any"
     result["durability"] = loaded.config?.storage.synchronous.rawValue ?? "normal"
     await host.stop()
     return result

@@ -26,10 +26,13 @@ public final class HostExecutor: TaskExecutor, @unchecked Sendable {
     private let thread = Lock<pthread_t?>(nil)
     private let done = DispatchSemaphore(value: 0)
 
-    /// Starts the thread, named `name` (at most 15 bytes are shown by `top -H` and `perf`).
-    public init(name: String = "perch-host") {
+    /// Starts the thread, named `name` (at most 15 bytes are shown by `top -H` and `perf`), on
+    /// `cpus` only when given (``CPUPlacement/awayFromStorageInterrupts(of:)`` chooses CPUs the
+    /// disk's interrupts do not stop; a list the kernel refuses leaves the thread unpinned).
+    public init(name: String = "perch-host", cpus: [Int]? = nil) {
         Thread.detachNewThread { [self] in
             nameCurrentThread(name)
+            if let cpus { CPUPlacement.pinCurrentThread(to: cpus) }
             thread.withLock { $0 = pthread_self() }
             self.loop()
         }

@@ -1,0 +1,31 @@
+// The calling thread's CPU affinity. In C because glibc's `sched_getaffinity` and `CPU_SET` need
+// `_GNU_SOURCE`, which Swift's Glibc module is not built with.
+#define _GNU_SOURCE
+#include <errno.h>
+#include <sched.h>
+
+#include "perch_affinity.h"
+
+int perch_thread_cpus(int *cpus, int capacity) {
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    if (sched_getaffinity(0, sizeof set, &set) != 0) return -1;
+    int count = 0;
+    for (int cpu = 0; cpu < CPU_SETSIZE && count < capacity; cpu++) {
+        if (CPU_ISSET(cpu, &set)) cpus[count++] = cpu;
+    }
+    return count;
+}
+
+int perch_pin_thread(const int *cpus, int count) {
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    for (int index = 0; index < count; index++) {
+        if (cpus[index] < 0 || cpus[index] >= CPU_SETSIZE) {
+            errno = EINVAL;
+            return -1;
+        }
+        CPU_SET(cpus[index], &set);
+    }
+    return sched_setaffinity(0, sizeof set, &set);
+}

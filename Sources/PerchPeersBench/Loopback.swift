@@ -70,27 +70,26 @@ final class HTTPConnection: @unchecked Sendable {
         }
     }
 
-    /// Decodes a chunked body (its headers already read) and calls `line` with each line of the
-    /// decoded bytes (without CRLF or LF; valid during the call) until the body or the stream ends.
-    /// A chunk's end says nothing about lines: a line may span chunks.
-    func chunkedLines(_ line: (ArraySlice<UInt8>) -> Void) {
-        var decoded: [UInt8] = []
-        var lineStart = 0
-        while let sizeLine = lineBytes() {
-            let digits = sizeLine.prefix { $0 != UInt8(ascii: ";") }
-            guard let size = Int(String(decoding: digits, as: UTF8.self), radix: 16), size > 0 else { return }
-            while buffer.count - start < size + 2 { guard fill() else { return } }
-            decoded.append(contentsOf: buffer[start..<start + size])
-            start += size + 2  // the chunk and its CRLF
-            while let end = decoded[lineStart...].firstIndex(of: 10) {
-                var text = decoded[lineStart..<end]
-                if text.last == 13 { text = text.dropLast() }
-                line(text)
-                lineStart = end + 1
-            }
-            decoded.removeSubrange(0..<lineStart)
-            lineStart = 0
-        }
+    /// Whether received bytes wait to be consumed.
+    var hasBufferedBytes: Bool { start < buffer.count }
+
+    /// Waits until the socket has bytes to read (or is closed), at most `milliseconds`; false when
+    /// the time passed.
+    func waitReadable(milliseconds: Int32) -> Bool {
+        var entry = pollfd(fd: descriptor, events: Int16(POLLIN), revents: 0)
+        return poll(&entry, 1, milliseconds) > 0
+    }
+
+    /// The next chunk of a chunked body (its headers already read), appended to `decoded`; false at
+    /// the body's or the stream's end. A chunk's end says nothing about lines: a line may span chunks.
+    func readChunk(into decoded: inout [UInt8]) -> Bool {
+        guard let sizeLine = lineBytes() else { return false }
+        let digits = sizeLine.prefix { $0 != UInt8(ascii: ";") }
+        guard let size = Int(String(decoding: digits, as: UTF8.self), radix: 16), size > 0 else { return false }
+        while buffer.count - start < size + 2 { guard fill() else { return false } }
+        decoded.append(contentsOf: buffer[start..<start + size])
+        start += size + 2  // the chunk and its CRLF
+        return true
     }
 
     /// The next line (without CRLF or LF), or nil at the end of the stream.
@@ -136,15 +135,18 @@ final class LoopbackInjector: Injector, @unchecked Sendable {
     /// The person's event stream's session: posts name it, so the stream is not sent the person's
     /// own messages (as a CometChat sender is not, and as the peers' websocket servers do not echo).
     let session: String
+    /// The person's stream, read right after each post of the closed loop.
+    let events: EventStreamReader
     let lanes: Int
     /// Requests each lane writes before it reads their responses (HTTP/1.1 pipelining).
     let depth: Int
     private let connections = Mutex<[HTTPConnection]>([])
 
-    init(port: UInt16, key: String, session: String, lanes: Int, depth: Int) {
+    init(port: UInt16, key: String, session: String, events: EventStreamReader, lanes: Int, depth: Int) {
         self.port = port
         self.key = key
         self.session = session
+        self.events = events
         self.lanes = lanes
         self.depth = depth
     }
@@ -166,6 +168,10 @@ final class LoopbackInjector: Injector, @unchecked Sendable {
 
     func check(_ response: (status: Int, body: String)) throws {
         guard response.status == 200 else { throw BenchError("POST /v3/messages: \(response.status) \(response.body)") }
+    }
+
+    func readReplies(until done: () -> Bool, idle: Double) {
+        events.read(until: done, idle: idle)
     }
 
     private func borrow() throws -> HTTPConnection {
@@ -220,40 +226,87 @@ final class LoopbackInjector: Injector, @unchecked Sendable {
 
 }
 
-/// Reads the person's event stream (`GET /v3/events`) on its own thread and hands every bot
-/// message's text to the router.
-func readEvents(
-    port: UInt16, key: String, router: ReplyRouter, connected: @escaping @Sendable (_ session: String) -> Void
-) throws -> Thread {
-    let connection = try HTTPConnection(port: port)
-    try connection.write(
-        "GET /v3/events HTTP/1.1\r\nHost: 127.0.0.1\r\napikey: \(key)\r\nonBehalfOf: human\r\n"
-            + "Accept: text/event-stream\r\n\r\n")
-    let thread = Thread {
-        var signalled = false
-        var announced = false
-        // The status line and headers; the stream's body is chunked (its length is unknown).
-        while let header = connection.lineBytes(), !header.isEmpty {}
-        connection.chunkedLines { line in
-            if !signalled {
-                // `event: perch.session`, then `data: {"session":"ID"}`: the stream's session, which
-                // the person's posts name so the stream is not sent their own messages.
-                if line.starts(with: "event: perch.session".utf8) { announced = true }
-                if announced, line.starts(with: "data: ".utf8), let session = field(sessionKey, in: line[...]) {
-                    signalled = true
-                    connected(String(decoding: session, as: UTF8.self))
-                }
-                return
-            }
-            guard line.starts(with: #"data: {"seq""#.utf8), let message = find(messageKey, in: line),
-                let sender = field(senderKey, in: line[message...]), !sender.elementsEqual("human".utf8),
-                let text = field(textKey, in: line[message...])
-            else { return }
-            router.deliver(String(decoding: text, as: UTF8.self))
+/// The person's event stream (`GET /v3/events`): every bot message's text goes to the router. A
+/// thread of its own reads it until the closed loop takes it over (``read(until:idle:)``); from then
+/// on the closed loop's task reads it right after each post, as the peers' asyncio client reads its
+/// websocket on the loop that sends, so a reply wakes one thread of the client, not two.
+final class EventStreamReader: @unchecked Sendable {
+    private let connection: HTTPConnection
+    private let router: ReplyRouter
+    private let connected: @Sendable (_ session: String) -> Void
+    /// Held by whoever reads the stream: the thread, then the closed loop's task.
+    private let reading = NSLock()
+    private let handedOver = Mutex(false)
+    // Used under `reading` only.
+    private var decoded: [UInt8] = []
+    private var announced = false
+    private var signalled = false
+
+    /// Opens the stream and starts its thread; `connected` gets the stream's session once it is
+    /// announced.
+    init(
+        port: UInt16, key: String, router: ReplyRouter, connected: @escaping @Sendable (_ session: String) -> Void
+    ) throws {
+        connection = try HTTPConnection(port: port)
+        self.router = router
+        self.connected = connected
+        try connection.write(
+            "GET /v3/events HTTP/1.1\r\nHost: 127.0.0.1\r\napikey: \(key)\r\nonBehalfOf: human\r\n"
+                + "Accept: text/event-stream\r\n\r\n")
+        Thread.detachNewThread { [self] in
+            reading.lock()
+            defer { reading.unlock() }
+            // The status line and headers; the stream's body is chunked (its length is unknown).
+            while let header = connection.lineBytes(), !header.isEmpty {}
+            while !handedOver.withLock({ $0 }), readChunk() {}
         }
     }
-    thread.start()
-    return thread
+
+    /// Reads the stream on the caller's thread until `done`, or until nothing came for `idle`
+    /// seconds, or the stream ends. The first call takes the stream over from the thread, which
+    /// stops after the chunk it waits for.
+    func read(until done: () -> Bool, idle: Double) {
+        handedOver.withLock { $0 = true }
+        reading.lock()
+        defer { reading.unlock() }
+        while !done() {
+            guard connection.hasBufferedBytes || connection.waitReadable(milliseconds: Int32(idle * 1000)),
+                readChunk()
+            else { return }
+        }
+    }
+
+    /// Reads one chunk and handles the lines it completes; false at the end of the stream.
+    private func readChunk() -> Bool {
+        guard connection.readChunk(into: &decoded) else { return false }
+        var lineStart = 0
+        while let end = decoded[lineStart...].firstIndex(of: 10) {
+            var line = decoded[lineStart..<end]
+            if line.last == 13 { line = line.dropLast() }
+            handle(line)
+            lineStart = end + 1
+        }
+        decoded.removeSubrange(0..<lineStart)
+        return true
+    }
+
+    private func handle(_ line: ArraySlice<UInt8>) {
+        if !signalled {
+            // `event: perch.session`, then `data: {"session":"ID"}`: the stream's session, which
+            // the person's posts name so the stream is not sent their own messages.
+            if line.starts(with: "event: perch.session".utf8) { announced = true }
+            if announced, line.starts(with: "data: ".utf8), let session = field(sessionKey, in: line) {
+                signalled = true
+                connected(String(decoding: session, as: UTF8.self))
+            }
+            return
+        }
+        guard line.starts(with: #"data: {"seq""#.utf8), let message = find(messageKey, in: line),
+            let sender = field(senderKey, in: line[message...]), !sender.elementsEqual("human".utf8),
+            let text = field(textKey, in: line[message...])
+        else { return }
+        router.deliver(String(decoding: text, as: UTF8.self))
+    }
 }
 
 let sessionKey = Array(#""session":""#.utf8)
@@ -345,9 +398,10 @@ func runLoopback(_ options: Options, perch: String, configPath: String) async th
     let router = ReplyRouter()
     let subscribed = Mutex<CheckedContinuation<String, Never>?>(nil)
     let isConnected = Mutex(false)
+    let reader = Mutex<EventStreamReader?>(nil)
     let session = await withCheckedContinuation { continuation in
         subscribed.withLock { $0 = continuation }
-        _ = try? readEvents(port: port, key: key, router: router) { session in
+        let opened = try? EventStreamReader(port: port, key: key, router: router) { session in
             guard
                 !isConnected.withLock({ flag in
                     defer { flag = true }; return flag
@@ -355,9 +409,12 @@ func runLoopback(_ options: Options, perch: String, configPath: String) async th
             else { return }
             subscribed.withLock { $0 }?.resume(returning: session)
         }
+        reader.withLock { $0 = opened }
     }
+    guard let events = reader.withLock({ $0 }) else { throw BenchError("cannot open the event stream") }
     let injector = LoopbackInjector(
-        port: port, key: key, session: session, lanes: max(1, Int(environment["PERCH_BENCH_LANES"] ?? "") ?? 4),
+        port: port, key: key, session: session, events: events,
+        lanes: max(1, Int(environment["PERCH_BENCH_LANES"] ?? "") ?? 4),
         depth: max(1, Int(environment["PERCH_BENCH_DEPTH"] ?? "") ?? 16))
     var result = try await runPhases(options, injector: injector, router: router, spawnedAt: spawnedAt)
     kill(pid, SIGTERM)

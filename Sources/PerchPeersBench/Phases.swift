@@ -55,6 +55,13 @@ protocol Injector: Sendable {
     /// Hands the burst's texts over back to back, in order, without waiting for replies;
     /// `injected` is called just before each is handed over.
     func burst(_ texts: [String], injected: @Sendable (Int) -> Void) async throws
+    /// Reads replies on the caller's thread until `done` (or `idle` seconds without any), when
+    /// they come in over a stream the caller can read; returns at once otherwise.
+    func readReplies(until done: () -> Bool, idle: Double)
+}
+
+extension Injector {
+    func readReplies(until done: () -> Bool, idle: Double) {}
 }
 
 struct Options {
@@ -92,6 +99,7 @@ func runPhases(
             for (index, text) in texts.enumerated() {
                 tracker.injected(index, at: monotonicNanoseconds())
                 try await injector.send(text)
+                injector.readReplies(until: { tracker.hasReply(index) }, idle: options.idle)
                 guard await tracker.reply(to: index) else { break }
             }
             watchdog.cancel()

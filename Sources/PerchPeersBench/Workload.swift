@@ -133,6 +133,9 @@ final class Tracker: Sendable {
         }
     }
 
+    /// Whether the reply to `index` came.
+    func hasReply(_ index: Int) -> Bool { state.withLock { $0.repliedAt[index] != 0 } }
+
     /// The index the closed loop waits for, if any.
     var waitingFor: Int? { state.withLock { $0.waiter?.index } }
 

@@ -1,4 +1,4 @@
-import CAffinity
+import CSched
 
 #if canImport(Glibc)
     import Glibc

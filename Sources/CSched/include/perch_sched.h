@@ -1,5 +1,5 @@
-#ifndef PERCH_AFFINITY_H
-#define PERCH_AFFINITY_H
+#ifndef PERCH_SCHED_H
+#define PERCH_SCHED_H
 
 /// The CPUs the calling thread may run on (`sched_getaffinity`), written to `cpus` in increasing
 /// order, at most `capacity` of them. Returns how many, or -1 with `errno` set.
@@ -8,5 +8,12 @@ int perch_thread_cpus(int *cpus, int capacity);
 /// Lets the calling thread run on the `count` CPUs of `cpus` only (`sched_setaffinity`).
 /// Returns 0, or -1 with `errno` set (a CPU out of range is EINVAL).
 int perch_pin_thread(const int *cpus, int count);
+
+/// Sets the calling thread's nice value (Linux keeps one per thread); raising it needs no
+/// privilege. Returns 0, or -1 with `errno` set.
+int perch_set_thread_nice(int nice);
+
+/// The calling thread's nice value.
+int perch_thread_nice(void);
 
 #endif

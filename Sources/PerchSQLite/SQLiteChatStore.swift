@@ -87,8 +87,8 @@ public final class SQLiteChatStore: ChatStore {
         readers = Lock([])
         // Each tick looks for events other processes committed (pages come from memory while
         // nothing is missing): when there are some, every consumer behind them looks. Then it wakes
-        // the consumers waiting for anyone's events (a bot with a cursor to save waits so). A
-        // consumer waiting for its own user's events sleeps on through the ticks.
+        // the consumers waiting for anyone's events and those that asked to end at the tick (a bot
+        // with a cursor to save). Any other consumer sleeps on through the ticks.
         timer.setEventHandler { [weak self] in
             guard let self else { return }
             if let latest = try? self.reading({ try $0.latestSequence() }) { self.notifier.found(newest: latest) }
@@ -232,13 +232,15 @@ public final class SQLiteChatStore: ChatStore {
     /// Waits until an event after `seq` is committed (one `uid` may see, when given; another
     /// process's commits are found at the next poll tick, every `pollInterval`), or the store
     /// closes. A wait for anyone (`uid` nil) also ends at every poll tick.
-    public func waitForEvents(after seq: Int64, for uid: String?, session: String?, ignoringOwnMessages: Bool) async {
+    public func waitForEvents(
+        after seq: Int64, for uid: String?, session: String?, ignoringOwnMessages: Bool, endingAtTick: Bool
+    ) async {
         guard let uid else { return await notifier.wait(after: seq) }
         // The groups as remembered now (nil when not: then every commit wakes this wait).
         let generation = memberships.generation
         await notifier.wait(
             after: seq, for: uid, groups: memberships.groups(of: uid, generation: generation), generation: generation,
-            session: session, ignoringOwnMessages: ignoringOwnMessages)
+            session: session, ignoringOwnMessages: ignoringOwnMessages, endingAtTick: endingAtTick)
     }
 
     /// How often a waiting consumer looks for commits made by other processes.
@@ -576,7 +578,7 @@ final class EventNotifier: Sendable {
     /// `groups` the groups that user was in, as remembered in membership generation `generation`
     /// when the wait began (nil: not known). It reads them as `session` (events left out for that
     /// session are not its), and, when `ignoresOwnMessages` (a bot), never events whose message its
-    /// user sent.
+    /// user sent. `endsAtTick`: the poll tick wakes it too (always, for a wait for anyone).
     final class Waiter {
         let after: Int64
         let uid: String?
@@ -584,11 +586,12 @@ final class EventNotifier: Sendable {
         let generation: Int
         let session: String?
         let ignoresOwnMessages: Bool
+        let endsAtTick: Bool
         let continuation: CheckedContinuation<Void, Never>
 
         init(
             after: Int64, uid: String?, groups: Set<String>?, generation: Int, session: String? = nil,
-            ignoresOwnMessages: Bool = false, continuation: CheckedContinuation<Void, Never>
+            ignoresOwnMessages: Bool = false, endsAtTick: Bool = false, continuation: CheckedContinuation<Void, Never>
         ) {
             self.after = after
             self.uid = uid
@@ -596,6 +599,7 @@ final class EventNotifier: Sendable {
             self.generation = generation
             self.session = session
             self.ignoresOwnMessages = ignoresOwnMessages
+            self.endsAtTick = endsAtTick || uid == nil
             self.continuation = continuation
         }
 
@@ -769,9 +773,9 @@ final class EventNotifier: Sendable {
     /// their user's events out.
     static let examinedBatch = 16
 
-    /// Resumes the waiters for anyone's events (the poll tick).
+    /// Resumes the waiters for anyone's events and those that end at the poll tick.
     func tick() {
-        resume { waiter, _ in waiter.uid == nil }
+        resume { waiter, _ in waiter.endsAtTick }
     }
 
     /// How far behind the newest event a waiter may sleep: past this it is woken to move its cursor,
@@ -812,11 +816,11 @@ final class EventNotifier: Sendable {
     /// Returns once an event after `seq` may be there for `uid` (nil: for anyone, and at every
     /// ``tick()`` too), at close, or when the task is cancelled. `groups`: the groups `uid` is in, as
     /// remembered in membership generation `generation` (nil when not known: every commit wakes it).
-    /// `session` and `ignoringOwnMessages`: which of the user's events are not the waiter's
-    /// (``Waiter``).
+    /// `session` and `ignoringOwnMessages`: which of the user's events are not the waiter's;
+    /// `endingAtTick`: the tick ends it too (``Waiter``).
     func wait(
         after seq: Int64, for uid: String? = nil, groups: Set<String>? = nil, generation: Int = 0,
-        session: String? = nil, ignoringOwnMessages: Bool = false
+        session: String? = nil, ignoringOwnMessages: Bool = false, endingAtTick: Bool = false
     ) async {
         let id = state.withLock { state -> Int in
             state.next += 1
@@ -829,7 +833,8 @@ final class EventNotifier: Sendable {
                     state.insert(
                         Waiter(
                             after: seq, uid: uid, groups: groups, generation: generation, session: session,
-                            ignoresOwnMessages: ignoringOwnMessages, continuation: continuation),
+                            ignoresOwnMessages: ignoringOwnMessages, endsAtTick: endingAtTick,
+                            continuation: continuation),
                         as: id)
                     return false
                 }

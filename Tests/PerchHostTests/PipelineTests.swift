@@ -1,8 +1,12 @@
 import Foundation
 import PerchChat
+import PerchConfig
 import PerchHost
+import PerchService
 import PerchTesting
 import Testing
+
+@testable import PerchSQLite
 
 /// A conversation's events are handled in order even when a bot's final sends do not wait for
 /// their commits (they queue for the writer, which commits in arrival order).
@@ -66,16 +70,7 @@ import Testing
                 when: { text_matches: '^n(?<n>[0-9]+)$' }
                 do: [{ reply: "r{n}" }]
             """, extra: PipelineTests.generous)
-        let quiet = """
-            name: q
-            user: { uid: quiet, name: Quiet }
-            groups: [{ guid: other }]
-            rules:
-              - on: message
-                when: { text_matches: '^hello$' }
-                do: [{ reply: "hi" }]
-            """
-        try await withTestHost(config: hostConfig, bots: ["b.yaml": busy, "q.yaml": quiet]) { chat in
+        try await withTestHost(config: hostConfig, bots: ["b.yaml": busy, "q.yaml": Self.quiet]) { chat in
             for index in 0..<30 { try await chat.post("n\(index)", as: "bob", to: .group("room")) }
             // Every bot is done (the quiet one had nothing to read) without waiting for a tick.
             #expect(try await chat.botMessages(in: .group("room")).count == 30)
@@ -87,4 +82,57 @@ import Testing
             #expect(try await chat.service.cursor(consumer: "bot:q") >= hello.id)
         }
     }
+
+    /// A bot that just answered has a cursor to save; until it does, it still sleeps through another
+    /// room's traffic (the poll tick, not every commit, comes round to save it). Here the host's
+    /// monotonic clock stands still, so the cursor is never due to be saved while the host runs.
+    @Test func aBotWithACursorToSaveStillSleepsThroughAnotherRoom() async throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("perch-host-\(UUID().uuidString)")
+            .path
+        try FileManager.default.createDirectory(atPath: directory + "/bots", withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        try hostConfig.write(toFile: directory + "/config.yaml", atomically: true, encoding: .utf8)
+        try Self.quiet.write(toFile: directory + "/bots/q.yaml", atomically: true, encoding: .utf8)
+        let loaded = ConfigurationLoader().load(configPath: directory + "/config.yaml")
+        try #require(loaded.isValid)
+        let host = BotHost(
+            configuration: loaded,
+            options: BotHost.Options(
+                dataDirectory: directory + "/data", logger: HostLogger(minimum: .warning, sink: { _ in }),
+                monotonic: { 0 }, schedulesFromTimer: false))
+        try await host.start()
+        let service = try #require(await host.service)
+        let store = try #require(service.store as? SQLiteChatStore)
+        func answers() async throws -> Int {
+            try await service.fetchPrevious(MessagesRequest(guid: "other", limit: 50), as: "carol").messages
+                .filter { $0.sender == "quiet" }.count
+        }
+        func waitUntil(_ condition: () async throws -> Bool) async throws {
+            for _ in 0..<2_000 where try await !condition() { try await Task.sleep(for: .milliseconds(5)) }
+            #expect(try await condition())
+        }
+        _ = try await service.send(MessageDraft(to: .group("other"), text: "hello"), as: "carol")
+        try await waitUntil { try await answers() == 1 }
+        // The bot waits again, its cursor moved and not saved.
+        try await waitUntil { store.notifier.waiting >= 1 }
+        let passedOver = store.notifier.passedOver
+        for index in 0..<20 {
+            _ = try await service.send(MessageDraft(to: .group("room"), text: "n\(index)"), as: "bob")
+        }
+        #expect(store.notifier.passedOver >= passedOver + 20)
+        // Its own room still wakes it.
+        _ = try await service.send(MessageDraft(to: .group("other"), text: "hello"), as: "carol")
+        try await waitUntil { try await answers() == 2 }
+        await host.stop()
+    }
+
+    static let quiet = """
+        name: q
+        user: { uid: quiet, name: Quiet }
+        groups: [{ guid: other }]
+        rules:
+          - on: message
+            when: { text_matches: '^hello$' }
+            do: [{ reply: "hi" }]
+        """
 }

@@ -39,14 +39,16 @@ import Testing
     /// Starts a wait for each of `uids` (nil: any event) after the newest event, and returns once all
     /// of them wait.
     static func waiters(
-        _ uids: [String?], on store: SQLiteChatStore, session: String? = nil, ignoringOwnMessages: Bool = false
+        _ uids: [String?], on store: SQLiteChatStore, session: String? = nil, ignoringOwnMessages: Bool = false,
+        endingAtTick: Bool = false
     ) async throws -> [Task<Void, Never>] {
         let latest = try await store.latestEventSequence()
         let already = store.notifier.waiting
         let tasks = uids.map { uid in
             Task {
                 await store.waitForEvents(
-                    after: latest, for: uid, session: session, ignoringOwnMessages: ignoringOwnMessages)
+                    after: latest, for: uid, session: session, ignoringOwnMessages: ignoringOwnMessages,
+                    endingAtTick: endingAtTick)
             }
         }
         while store.notifier.waiting < already + uids.count { try await Task.sleep(for: .milliseconds(1)) }
@@ -185,6 +187,21 @@ import Testing
         }
     }
 
+    /// A wait that ends at the poll tick (a bot with a cursor to save) wakes at the next tick with
+    /// nothing committed; one for the same user that does not, sleeps on.
+    @Test func aWaitEndingAtTheTickWakesAtTheTick() async throws {
+        try await Self.withRooms(pollInterval: .milliseconds(20)) { store, service in
+            let asleep = try await Self.waiters(["erin"], on: store, ignoringOwnMessages: true)
+            let latest = try await store.latestEventSequence()
+            await store.waitForEvents(
+                after: latest, for: "erin", session: nil, ignoringOwnMessages: true, endingAtTick: true)
+            try await Task.sleep(for: .milliseconds(100))
+            #expect(store.notifier.waiting == 1)
+            asleep[0].cancel()
+            await asleep[0].value
+        }
+    }
+
     /// A bot's wait sleeps through the bot's own messages (it never handles them) and wakes for
     /// anyone else's; a stream of the same user is woken by both.
     @Test func aBotsWaitSleepsThroughItsOwnMessages() async throws {
@@ -206,7 +223,8 @@ import Testing
             let erin = try await Self.waiters(["erin"], on: store)
             // A wait for anyone ends at a tick (nothing is committed here).
             let latest = try await store.latestEventSequence()
-            await store.waitForEvents(after: latest, for: nil, session: nil, ignoringOwnMessages: false)
+            await store.waitForEvents(
+                after: latest, for: nil, session: nil, ignoringOwnMessages: false, endingAtTick: false)
             try await Task.sleep(for: .milliseconds(100))
             #expect(store.notifier.waiting == 1)
             erin[0].cancel()
@@ -270,7 +288,8 @@ import Testing
             #expect(store.pollInterval == .milliseconds(1))
             // Waits for anyone still end at the ticks.
             let latest = try await store.latestEventSequence()
-            await store.waitForEvents(after: latest, for: nil, session: nil, ignoringOwnMessages: false)
+            await store.waitForEvents(
+                after: latest, for: nil, session: nil, ignoringOwnMessages: false, endingAtTick: false)
         }
     }
 }

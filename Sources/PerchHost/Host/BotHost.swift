@@ -278,10 +278,9 @@ public actor BotHost {
                     if page.isFull { continue }
                 }
                 // Quiet for a while: save the cursor, off the path of a conversation going back and
-                // forth. While it is unsaved the bot waits for anyone's events, which the store's
-                // poll tick ends too, so the next wake-up is at most the poll interval away; once
-                // saved, it sleeps until an event of its own comes, not counting its own messages
-                // (it never hears those: ``BotRuntime/hears(_:)``).
+                // forth. While it is unsaved the store's poll tick ends the wait too, so the next
+                // wake-up is at most the poll interval away. Either way the bot sleeps through other
+                // rooms' events and its own messages (it never hears those: ``BotRuntime/hears(_:)``).
                 if acknowledged < cursor, options.monotonic() - movedAt >= Self.acknowledgeInterval {
                     await settle()
                     try await service.acknowledge(consumer: consumer, seq: cursor)
@@ -289,7 +288,8 @@ public actor BotHost {
                     continue
                 }
                 await service.waitForEvents(
-                    after: cursor, for: acknowledged < cursor ? nil : runtime.identity.uid, ignoringOwnMessages: true)
+                    after: cursor, for: runtime.identity.uid, ignoringOwnMessages: true,
+                    endingAtTick: acknowledged < cursor)
             } catch {
                 guard !Task.isCancelled else { break }
                 options.logger.error("bot \(name) stream failed: \(error); retrying", ["bot": name])

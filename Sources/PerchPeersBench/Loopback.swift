@@ -258,13 +258,18 @@ final class EventStreamReader: @unchecked Sendable {
             defer { reading.unlock() }
             // The status line and headers; the stream's body is chunked (its length is unknown).
             while let header = connection.lineBytes(), !header.isEmpty {}
-            while !handedOver.withLock({ $0 }), readChunk() {}
+            // Never blocked in a read when the closed loop takes over: a reply read here just before
+            // would leave it waiting for the next bytes, which only the heartbeat sends.
+            while !handedOver.withLock({ $0 }) {
+                guard connection.hasBufferedBytes || connection.waitReadable(milliseconds: 2) else { continue }
+                guard readChunk() else { return }
+            }
         }
     }
 
     /// Reads the stream on the caller's thread until `done`, or until nothing came for `idle`
     /// seconds, or the stream ends. The first call takes the stream over from the thread, which
-    /// stops after the chunk it waits for.
+    /// stops within 2 ms (it waits for bytes 2 ms at a time).
     func read(until done: () -> Bool, idle: Double) {
         handedOver.withLock { $0 = true }
         reading.lock()

@@ -4,6 +4,7 @@ import PerchChat
 import PerchConfig
 import PerchHTTP
 import PerchHost
+import PerchLock
 
 /// `perch run`: starts the host and keeps it running until SIGTERM or SIGINT; SIGHUP, or a change
 /// under `bots/` or to config.yaml, reloads.
@@ -44,7 +45,11 @@ public enum RunCommand {
         }
         let host = BotHost(
             configuration: loaded,
-            options: BotHost.Options(logger: logger, schedulesFromTimer: !isDryRun, consumeEvents: !isDryRun))
+            options: BotHost.Options(
+                logger: logger, schedulesFromTimer: !isDryRun, consumeEvents: !isDryRun,
+                // The bots a request's commit resumes run on that request's connection thread once
+                // it has answered, instead of waking a thread of the pool (JoiningExecutor).
+                executor: JoiningExecutor()))
         do {
             try await host.start()
         } catch {

@@ -121,8 +121,11 @@ public final class HTTPServer: Sendable {
 
     /// Runs the async handler for a complete request on the connection's thread: its task prefers
     /// an executor that runs its jobs right here, so a request crosses no thread unless it awaits
-    /// another's work (an actor, a queued commit), and then comes back in one wake.
-    func respond(to request: HTTPRequest) -> HTTPResponse {
+    /// another's work (an actor, a queued commit), and then comes back in one wake. Returns the
+    /// executor too, with the jobs the request's work queued for this thread meanwhile (the bots
+    /// its commit resumed, on a ``JoiningExecutor``): ``finish(_:)`` runs them once the response
+    /// is sent.
+    func respond(to request: HTTPRequest) -> (HTTPResponse, ThreadExecutor) {
         let result = Lock<HTTPResponse?>(nil)
         let executor = ThreadExecutor()
         let handler = self.handler
@@ -132,11 +135,23 @@ public final class HTTPServer: Sendable {
             executor.signal()
         }
         // The connection's thread is blocked for the request either way: it runs the jobs.
-        while result.withLock({ $0 }) == nil {
-            if !executor.runPending() { executor.waitForWork() }
+        executor.running {
+            while result.withLock({ $0 }) == nil {
+                if !executor.runPending() { executor.waitForWork() }
+            }
+        }
+        let response =
+            result.withLock { $0 } ?? .json(500, #"{"error":{"code":"ERR_INTERNAL","message":"no response"}}"#)
+        return (response, executor)
+    }
+
+    /// After a request's response went out: runs what its work queued for this thread (and what
+    /// those jobs queue in turn, up to `rounds` times), then hands anything left to the shared pool.
+    static func finish(_ executor: ThreadExecutor, rounds: Int = 64) {
+        executor.running {
+            for _ in 0..<rounds where executor.runPending() {}
         }
         executor.stop()
-        return result.withLock { $0 } ?? .json(500, #"{"error":{"code":"ERR_INTERNAL","message":"no response"}}"#)
     }
 }
 
@@ -182,6 +197,9 @@ struct WeakServer: @unchecked Sendable {
 final class RequestState {
     var body: [UInt8] = []
     var tooLarge = false
+    /// The request's executor, with the jobs its work queued for this thread, run once the
+    /// response is sent (``HTTPServer/finish(_:rounds:)``).
+    var executor: ThreadExecutor?
 }
 
 private func collect(_ connection: OpaquePointer?, _ kind: MHD_ValueKind, lowercase: Bool) -> [String: String] {
@@ -240,15 +258,23 @@ let accessHandler: MHD_AccessHandlerCallback = {
             method: method.map { String(cString: $0) } ?? "GET", path: path,
             query: collect(connection, .GET_ARGUMENT_KIND, lowercase: false),
             headers: collect(connection, .HEADER_KIND, lowercase: true), body: state.body)
-        response = server.respond(to: request)
+        let executor: ThreadExecutor
+        (response, executor) = server.respond(to: request)
+        if response.stream == nil {
+            state.executor = executor
+        } else {
+            // A stream's request completes when the stream ends: nothing waits that long.
+            HTTPServer.finish(executor, rounds: 0)
+        }
     }
     return queue(response, on: connection, server: server)
 }
 
 let completedHandler: MHD_RequestCompletedCallback = { _, _, requestContext, _ in
     guard let requestContext, let pointer = requestContext.pointee else { return }
-    Unmanaged<RequestState>.fromOpaque(pointer).release()
+    let state = Unmanaged<RequestState>.fromOpaque(pointer).takeRetainedValue()
     requestContext.pointee = nil
+    if let executor = state.executor { HTTPServer.finish(executor) }
 }
 
 /// A streamed body's reader state, owned by libmicrohttpd until its free callback.

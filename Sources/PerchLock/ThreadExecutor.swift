@@ -1,17 +1,36 @@
 import Dispatch
 
+#if canImport(Glibc)
+    import Glibc
+#endif
+
 /// Runs the jobs of the tasks that prefer it on a thread of the owner's (an HTTP connection's, or
 /// the host's own: `HostExecutor`), which calls `runPending` and sleeps in `waitForWork` until more
 /// come. Once stopped, queued and later jobs go to the shared pool, so a task that outlives its
-/// thread's interest still finishes.
+/// thread's interest still finishes. While the owner runs it inside ``running(_:)``, the tasks of a
+/// ``JoiningExecutor`` resumed on the owner's thread queue their jobs here too.
 public final class ThreadExecutor: TaskExecutor, @unchecked Sendable {
     public init() {}
 
-    private let state = Lock<(jobs: [UnownedJob], stopped: Bool)>(([], false))
+    /// The queue: each job with the executor it runs as (nil: this one); how many jobs other
+    /// executors' tasks had queued here (``JoiningExecutor``); whether the owner is done.
+    private let state = Lock<(jobs: [(job: UnownedJob, executor: UnownedTaskExecutor?)], joined: Int, stopped: Bool)>(
+        ([], 0, false))
     private let wake = DispatchSemaphore(value: 0)
 
     public func enqueue(_ job: consuming ExecutorJob) {
         let job = UnownedJob(job)
+        if !enqueue(job, as: nil, limit: nil) { globalConcurrentExecutor.enqueue(ExecutorJob(job)) }
+    }
+
+    /// Queues the job of a task that prefers `executor` to run on the owner's thread as that
+    /// executor's, unless the owner is done or `limit` such jobs were queued here already; false
+    /// when it was not queued.
+    func join(_ job: UnownedJob, as executor: UnownedTaskExecutor, limit: Int) -> Bool {
+        enqueue(job, as: executor, limit: limit)
+    }
+
+    private func enqueue(_ job: UnownedJob, as executor: UnownedTaskExecutor?, limit: Int?) -> Bool {
         // Nothing keeps this executor alive for the caller (the runtime holds it unowned): once the
         // job is queued, the owner's thread may run it, finish the request and let the executor
         // go, so nothing here may touch `self` after the lock is released. The semaphore is taken
@@ -21,11 +40,16 @@ public final class ThreadExecutor: TaskExecutor, @unchecked Sendable {
         // on the lock the signaller still held: perf counted it in a pipelined burst.)
         let wake = state.withLock { state -> DispatchSemaphore? in
             guard !state.stopped else { return nil }
-            state.jobs.append(job)
+            if let limit {
+                guard state.joined < limit else { return nil }
+                state.joined += 1
+            }
+            state.jobs.append((job, executor))
             return self.wake
         }
-        guard let wake else { return globalConcurrentExecutor.enqueue(ExecutorJob(job)) }
+        guard let wake else { return false }
         wake.signal()
+        return true
     }
 
     /// Runs the jobs queued so far, on this thread, as `executor`'s (this one when nil: an owner
@@ -37,7 +61,7 @@ public final class ThreadExecutor: TaskExecutor, @unchecked Sendable {
             return state.jobs
         }
         let executor = executor ?? asUnownedTaskExecutor()
-        for job in jobs { job.runSynchronously(on: executor) }
+        for entry in jobs { entry.job.runSynchronously(on: entry.executor ?? executor) }
         return !jobs.isEmpty
     }
 
@@ -57,6 +81,26 @@ public final class ThreadExecutor: TaskExecutor, @unchecked Sendable {
             defer { state.jobs.removeAll() }
             return state.jobs
         }
-        for job in jobs { globalConcurrentExecutor.enqueue(ExecutorJob(job)) }
+        for entry in jobs { globalConcurrentExecutor.enqueue(ExecutorJob(entry.job)) }
     }
+
+    /// The executor whose owner the calling thread is now (inside ``running(_:)``), if any.
+    public static var current: ThreadExecutor? {
+        pthread_getspecific(currentKey).map { Unmanaged<ThreadExecutor>.fromOpaque($0).takeUnretainedValue() }
+    }
+
+    /// Runs `body` as this executor's owner: meanwhile ``current`` is this executor on this thread,
+    /// so a ``JoiningExecutor`` task resumed here queues its job here.
+    public func running<T>(_ body: () throws -> T) rethrows -> T {
+        let previous = pthread_getspecific(Self.currentKey)
+        pthread_setspecific(Self.currentKey, Unmanaged.passUnretained(self).toOpaque())
+        defer { pthread_setspecific(Self.currentKey, previous) }
+        return try body()
+    }
+
+    private static let currentKey: pthread_key_t = {
+        var key = pthread_key_t()
+        pthread_key_create(&key, nil)
+        return key
+    }()
 }

@@ -1,4 +1,7 @@
 import Foundation
+import PerchHost
+import PerchLock
+import PerchSQLite
 import Synchronization
 import Testing
 
@@ -41,4 +44,132 @@ private final class Flag: Sendable {
     private let value = Mutex(false)
     func set() { value.withLock { $0 = true } }
     var isSet: Bool { value.withLock { $0 } }
+}
+
+/// A task on a `JoiningExecutor` resumed by a request's work runs on that request's connection
+/// thread once the answer is out (as `perch run`'s bots do after a post's commit); resumed
+/// elsewhere, or past the limit, it runs on the shared pool.
+@Suite struct JoiningExecutorTests {
+    /// `count` tasks preferring `executor`, each waiting to be resumed; each records the thread it
+    /// then ran on and whether the client had the request's answer by then.
+    final class Waiters: @unchecked Sendable {
+        let continuations = Mutex<[CheckedContinuation<Void, Never>]>([])
+        let ran = Mutex<[(thread: pthread_t, afterAnswer: Bool)]>([])
+        let answered = Mutex(false)
+        /// The thread of the request that resumes them.
+        let handlerThread = Mutex<pthread_t?>(nil)
+        var tasks: [Task<Void, Never>] = []
+
+        init(count: Int, on executor: JoiningExecutor) async throws {
+            tasks = (0..<count).map { _ in
+                Task(executorPreference: executor) { [self] in
+                    await withCheckedContinuation { continuation in continuations.withLock { $0.append(continuation) } }
+                    // On the connection's thread, blocks it until the client has the answer (5 s
+                    // at most): run there before the answer is sent, that would never happen.
+                    let onConnection = handlerThread.withLock { $0.map { pthread_equal($0, pthread_self()) != 0 } }
+                    var afterAnswer = answered.withLock { $0 }
+                    for _ in 0..<5_000 where !afterAnswer && onConnection == true {
+                        usleep(1_000)
+                        afterAnswer = answered.withLock { $0 }
+                    }
+                    ran.withLock { $0.append((pthread_self(), afterAnswer)) }
+                }
+            }
+            while continuations.withLock({ $0.count }) < count { try await Task.sleep(for: .milliseconds(1)) }
+        }
+
+        func resumeAll() {
+            for continuation in continuations.withLock({ $0 }) { continuation.resume() }
+        }
+    }
+
+    /// Serves one request whose handler resumes `waiters` on its connection's thread; returns that
+    /// thread once every waiter ran.
+    func serve(_ waiters: Waiters) async throws -> pthread_t {
+        let server = try HTTPServer(host: "127.0.0.1", port: 0, maximumBodyBytes: 1024) { _ in
+            waiters.handlerThread.withLock { $0 = pthread_self() }
+            waiters.resumeAll()
+            return .text(200, "ok")
+        }
+        defer { server.stop() }
+        let url = try #require(URL(string: "http://127.0.0.1:\(server.port)/"))
+        let (_, response) = try await URLSession(configuration: .ephemeral).data(from: url)
+        waiters.answered.withLock { $0 = true }
+        #expect((response as? HTTPURLResponse)?.statusCode == 200)
+        for task in waiters.tasks { await task.value }
+        return try #require(waiters.handlerThread.withLock { $0 })
+    }
+
+    @Test func aTaskResumedByARequestRunsOnItsConnectionThreadAfterTheAnswer() async throws {
+        let waiters = try await Waiters(count: 2, on: JoiningExecutor())
+        let thread = try await serve(waiters)
+        let ran = waiters.ran.withLock { $0 }
+        #expect(ran.count == 2)
+        #expect(ran.allSatisfy { pthread_equal($0.thread, thread) != 0 })
+        #expect(ran.allSatisfy { $0.afterAnswer })
+    }
+
+    @Test func pastTheLimitTheRestRunOnThePool() async throws {
+        let waiters = try await Waiters(count: 5, on: JoiningExecutor(limit: 2))
+        let thread = try await serve(waiters)
+        let ran = waiters.ran.withLock { $0 }
+        #expect(ran.count == 5)
+        #expect(ran.filter { pthread_equal($0.thread, thread) != 0 }.count == 2)
+    }
+
+    @Test func aTaskResumedAnywhereElseRunsOnThePool() async throws {
+        let waiters = try await Waiters(count: 1, on: JoiningExecutor())
+        waiters.answered.withLock { $0 = true }
+        let resumer = Mutex<pthread_t?>(nil)
+        Thread.detachNewThread {
+            resumer.withLock { $0 = pthread_self() }
+            waiters.resumeAll()
+            // The thread stays until the task ran, so it cannot be reused for it.
+            while waiters.ran.withLock({ $0.isEmpty }) { usleep(1_000) }
+        }
+        for task in waiters.tasks { await task.value }
+        let thread = try #require(resumer.withLock { $0 })
+        #expect(waiters.ran.withLock { $0 }.allSatisfy { pthread_equal($0.thread, thread) == 0 })
+    }
+}
+
+/// `perch run`'s bots are on a `JoiningExecutor`: a bot answering a message posted over HTTP runs
+/// on the post's connection thread.
+@Suite struct JoinedBotTests {
+    @Test func aBotAnsweringAPostRunsOnItsConnectionThread() async throws {
+        var registry = PluginRegistry.standard
+        registry.register(ThreadNamePlugin.self)
+        let bot = botFile(
+            """
+              - on: message
+                when: { text_matches: "^where" }
+                do: [{ plugin: thread-name }]
+            """, extra: "plugins:\n  - name: thread-name")
+        try await withHTTPChat(bots: ["b.yaml": bot], registry: registry, executor: JoiningExecutor()) { http in
+            // The bot is waiting, its cursor saved: the post's commit resumes it (a bot busy reading
+            // or saving when the message commits finds it on its own, on the pool).
+            try await http.chat.settle()
+            let store = try #require(http.chat.service.store as? SQLiteChatStore)
+            for _ in 0..<2_000 where store.waitingConsumers < 1 { try await Task.sleep(for: .milliseconds(5)) }
+            try await Task.sleep(for: .milliseconds(100))
+            let posted = try await http.call(
+                "POST", "/v3/messages", as: .user("carol"),
+                json:
+                    #"{"receiver":"room","receiverType":"group","category":"message","type":"text","data":{"text":"where"}}"#
+            )
+            #expect(posted.status == 200)
+            let answer = try await http.chat.waitForMessage(in: .group("room")) { $0.sender == "bot" }
+            // libmicrohttpd names its connection threads so.
+            #expect(answer.text == "MHD-connection")
+        }
+    }
+}
+
+/// Answers with the name of the thread its handler ran on.
+struct ThreadNamePlugin: BotPlugin {
+    static let name = "thread-name"
+    init(configuration: NoConfiguration) throws {}
+    func handle(_ context: BotContext) async throws {
+        try await context.reply(currentThreadName())
+    }
 }

@@ -64,11 +64,11 @@ struct HTTPChat: Sendable {
 
 func withHTTPChat(
     bots: [String: String] = [:], maximumBody: Int = 64 * 1024, messagesPerMinute: Int = 0, web: WebSettings? = nil,
-    _ body: (HTTPChat) async throws -> Void
+    registry: PluginRegistry = .standard, executor: (any TaskExecutor)? = nil, _ body: (HTTPChat) async throws -> Void
 )
     async throws
 {
-    try await withTestHost(config: hostConfig, bots: bots) { chat in
+    try await withTestHost(config: hostConfig, bots: bots, registry: registry, executor: executor) { chat in
         let media = MediaSettings(
             directory: chat.directory + "/media", maximumBytes: 32 * 1024, allowedTypes: ["image/png", "text/plain"])
         let api = PerchAPI(

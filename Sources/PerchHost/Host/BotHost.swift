@@ -35,9 +35,10 @@ public actor BotHost {
         /// Sees every message a bot sends, once it is committed: where a message leaves the host
         /// for its backend (benchmarks observe replies here; a connector's outbound queue sits here).
         public var outbound: (@Sendable (_ bot: String, _ message: Message) -> Void)?
-        /// Where the bots' consumers run: nil for the shared cooperative pool, or an executor such as
-        /// a ``HostExecutor`` that a connector's inbound task prefers too, so a message and its bots'
-        /// replies are handled on one thread without waking another.
+        /// Where the bots' consumers run: nil for the shared cooperative pool; a ``HostExecutor`` that
+        /// a connector's inbound task prefers too, so a message and its bots' replies are handled on
+        /// one thread without waking another; or a `JoiningExecutor` (`perch run`), which runs the
+        /// bots a request's commit resumed on that request's HTTP connection thread.
         public var executor: (any TaskExecutor)?
 
         public init(

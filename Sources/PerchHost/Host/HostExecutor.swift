@@ -14,7 +14,8 @@ import PerchLock
 /// interrupt between virtual CPUs (BENCHMARKS.md, ninth session: the closed loop's median 0.089 →
 /// 0.068 ms in `make bench`). It does not help a sender on another thread (an HTTP connection's):
 /// then every message wakes this thread, where the pool may have found its own thread free;
-/// `perch run` keeps the pool.
+/// `perch run` gives its bots a ``JoiningExecutor`` instead, which runs them on the connection's
+/// thread.
 ///
 /// A job must not block the thread (sleep, wait on a semaphore for another task): every task on
 /// this executor would wait with it. Long CPU work belongs in a detached task.

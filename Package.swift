@@ -32,7 +32,7 @@ let package = Package(
         .target(name: "PerchMatch", dependencies: ["CHyperscan", "PerchLock"]),
         // The pure chat core: types, rules, errors. No I/O, no clock.
         .target(name: "PerchChat"),
-        // The calling thread's CPUs and nice value (C: glibc's `sched_setaffinity` needs `_GNU_SOURCE`).
+        // The calling thread's CPUs (C: glibc's `sched_setaffinity` needs `_GNU_SOURCE`).
         .target(name: "CSched"),
         // A value behind a pthread mutex (not Synchronization.Mutex: see its comment), thread names,
         // the executor whose jobs a thread of the owner's runs, and where such a thread runs.

@@ -1,11 +1,8 @@
-// The calling thread's scheduling: the CPUs it may run on and its nice value. In C because glibc's
-// `sched_getaffinity`, `CPU_SET` and `gettid` need `_GNU_SOURCE`, which Swift's Glibc module is not
-// built with.
+// The CPUs the calling thread may run on. In C because glibc's `sched_getaffinity` and `CPU_SET`
+// need `_GNU_SOURCE`, which Swift's Glibc module is not built with.
 #define _GNU_SOURCE
 #include <errno.h>
 #include <sched.h>
-#include <sys/resource.h>
-#include <unistd.h>
 
 #include "perch_sched.h"
 
@@ -31,14 +28,4 @@ int perch_pin_thread(const int *cpus, int count) {
         CPU_SET(cpus[index], &set);
     }
     return sched_setaffinity(0, sizeof set, &set);
-}
-
-int perch_set_thread_nice(int nice) {
-    // On Linux PRIO_PROCESS with a thread's id sets that thread's nice value only.
-    return setpriority(PRIO_PROCESS, (id_t)gettid(), nice);
-}
-
-int perch_thread_nice(void) {
-    errno = 0;
-    return getpriority(PRIO_PROCESS, (id_t)gettid());
 }

@@ -1015,8 +1015,6 @@ final class Checkpointer: Sendable {
         try box.connection.execute("PRAGMA synchronous = \(synchronous.rawValue)")
         try box.connection.execute("PRAGMA wal_autocheckpoint = 0")
         Thread.detachNewThread { [self] in
-            // Niced before it is named: a thread under this name has yielded already.
-            setCurrentThreadNice(Self.nice)
             nameCurrentThread("perch-checkpt")
             while true {
                 wake.wait()
@@ -1077,13 +1075,6 @@ final class Checkpointer: Sendable {
 
     /// How many times the log has started over (tests).
     var restarts: Int { state.withLock { $0.generation } }
-
-    /// The checkpoint thread's nice value: it copies pages back when no other thread wants the CPU.
-    /// On one core a checkpoint at the host's priority took turns with the round trips (the closed
-    /// loop's p99 0.41–0.50 ms on `taskset -c 0`; 0.14–0.15 at 19, with the median 0.060–0.065 →
-    /// 0.070–0.074 and the burst 21–23k → 24–26k msg/s; BENCHMARKS.md, tenth session). With a core to
-    /// itself nothing changes; under a load that starves it, the writer's catch-up bounds the log.
-    static let nice: Int32 = 19
 
     /// How long the log may grow, in thresholds, before the writer copies back the rest itself.
     static let restartFactor: Int32 = 4

@@ -81,19 +81,6 @@ import Testing
         #expect(CPUPlacement.allowedCPUs() == allowed)
     }
 
-    @Test func aThreadsNiceValueIsItsOwn() async throws {
-        let before = currentThreadNice()
-        let seen = await withCheckedContinuation { continuation in
-            Thread.detachNewThread {
-                let set = setCurrentThreadNice(7)
-                continuation.resume(returning: (set, currentThreadNice()))
-            }
-        }
-        #expect(seen.0)
-        #expect(seen.1 == 7)
-        #expect(currentThreadNice() == before)
-    }
-
     @Test func theHostsExecutorRunsOnTheCPUsItIsGiven() async throws {
         let target = try #require(CPUPlacement.allowedCPUs().first)
         let executor = HostExecutor(name: "perch-host-test", cpus: [target])

@@ -86,30 +86,6 @@ import Testing
         await store.close()
     }
 
-    /// On one core a checkpoint at the round trips' priority took turns with them (BENCHMARKS.md,
-    /// tenth session): the checkpoint thread runs at nice 19, and nothing else does.
-    @Test func theCheckpointThreadYieldsTheCPUToTheRest() async throws {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("perch-ckpt-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: directory) }
-        let store = try SQLiteChatStore(path: directory.appendingPathComponent("perch.sqlite").path)
-        // /proc/self/task/<tid>/stat: the name is in parentheses; the nice value is field 19.
-        func threads() throws -> [(name: String, nice: Int)] {
-            try FileManager.default.contentsOfDirectory(atPath: "/proc/self/task").compactMap { tid in
-                guard let stat = try? String(contentsOfFile: "/proc/self/task/\(tid)/stat", encoding: .utf8),
-                    let open = stat.firstIndex(of: "("), let close = stat.lastIndex(of: ")")
-                else { return nil }
-                let fields = stat[stat.index(after: close)...].split(separator: " ")
-                return (String(stat[stat.index(after: open)..<close]), Int(fields[16]) ?? -100)
-            }
-        }
-        let checkpointers = try threads().filter { $0.name == "perch-checkpt" }
-        #expect(!checkpointers.isEmpty)
-        #expect(checkpointers.allSatisfy { $0.nice == 19 })
-        #expect(try threads().filter { $0.name == "perch-writer" }.allSatisfy { $0.nice == 0 })
-        await store.close()
-    }
-
     private func waitUntil(_ condition: () -> Bool) async throws {
         for _ in 0..<500 where !condition() { try await Task.sleep(for: .milliseconds(10)) }
         #expect(condition())

@@ -9,11 +9,4 @@ int perch_thread_cpus(int *cpus, int capacity);
 /// Returns 0, or -1 with `errno` set (a CPU out of range is EINVAL).
 int perch_pin_thread(const int *cpus, int count);
 
-/// Sets the calling thread's nice value (Linux keeps one per thread); raising it needs no
-/// privilege. Returns 0, or -1 with `errno` set.
-int perch_set_thread_nice(int nice);
-
-/// The calling thread's nice value.
-int perch_thread_nice(void);
-
 #endif

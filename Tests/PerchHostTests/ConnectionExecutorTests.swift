@@ -137,14 +137,7 @@ private final class Flag: Sendable {
 /// on the post's connection thread.
 @Suite struct JoinedBotTests {
     @Test func aBotAnsweringAPostRunsOnItsConnectionThread() async throws {
-        var registry = PluginRegistry.standard
-        registry.register(ThreadNamePlugin.self)
-        let bot = botFile(
-            """
-              - on: message
-                when: { text_matches: "^where" }
-                do: [{ plugin: thread-name }]
-            """, extra: "plugins:\n  - name: thread-name")
+        let (bot, registry) = pluginBot(ThreadNamePlugin.self, on: "where")
         try await withHTTPChat(bots: ["b.yaml": bot], registry: registry, executor: JoiningExecutor()) { http in
             // The bot is waiting, its cursor saved: the post's commit resumes it (a bot busy reading
             // or saving when the message commits finds it on its own, on the pool).

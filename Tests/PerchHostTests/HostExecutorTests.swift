@@ -92,14 +92,7 @@ import Testing
     }
 
     @Test func theBotsConsumersRunOnTheHostsExecutor() async throws {
-        var registry = PluginRegistry.standard
-        registry.register(ThreadProbePlugin.self)
-        let bot = botFile(
-            """
-              - on: message
-                when: { text_matches: "^probe" }
-                do: [{ plugin: thread-probe }]
-            """, extra: "plugins:\n  - name: thread-probe")
+        let (bot, registry) = pluginBot(ThreadProbePlugin.self, on: "probe")
         try await withTestHost(
             config: hostConfig, bots: ["b.yaml": bot], registry: registry, executor: ThreadProbePlugin.executor
         ) { chat in

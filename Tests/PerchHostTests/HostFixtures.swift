@@ -25,6 +25,20 @@ let hostConfig = """
             - { uid: carol }
     """
 
+/// The bot file of ``botFile(_:extra:)`` with one rule: a message starting with `prefix` runs the
+/// Swift plugin `plugin`; and the standard registry with `type` registered.
+func pluginBot<Plugin: BotPlugin>(_ type: Plugin.Type, on prefix: String) -> (file: String, registry: PluginRegistry) {
+    var registry = PluginRegistry.standard
+    registry.register(type)
+    let file = botFile(
+        """
+          - on: message
+            when: { text_matches: "^\(prefix)" }
+            do: [{ plugin: \(Plugin.name) }]
+        """, extra: "plugins:\n  - name: \(Plugin.name)")
+    return (file, registry)
+}
+
 /// A bot file with one bot `b` (uid `bot`) in `room` and `other`, as moderator, and these rules.
 func botFile(_ rules: String, extra: String = "") -> String {
     """

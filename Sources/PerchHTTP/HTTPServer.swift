@@ -123,8 +123,8 @@ public final class HTTPServer: Sendable {
     /// an executor that runs its jobs right here, so a request crosses no thread unless it awaits
     /// another's work (an actor, a queued commit), and then comes back in one wake. Returns the
     /// executor too, with the jobs the request's work queued for this thread meanwhile (the bots
-    /// its commit resumed, on a ``JoiningExecutor``): ``finish(_:)`` runs them once the response
-    /// is sent.
+    /// its commit resumed, on a ``JoiningExecutor``): ``finish(_:rounds:)`` runs them once the
+    /// response is sent.
     func respond(to request: HTTPRequest) -> (HTTPResponse, ThreadExecutor) {
         let result = Lock<HTTPResponse?>(nil)
         let executor = ThreadExecutor()

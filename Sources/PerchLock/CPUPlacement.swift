@@ -9,8 +9,8 @@ import CSched
 /// When the disk holding the database completes a write (the checkpoints' flushes), the kernel
 /// finishes it on the CPU its interrupt is routed to, in interrupt context: that CPU's running
 /// thread stops meanwhile. A thread that answers a round trip in tens of microseconds feels it. On
-/// the bench machine the disk's one interrupt goes to CPU 1; with the host's thread there the
-/// closed loop's p99 was 0.25–0.28 ms, on CPU 0 0.11–0.14 (BENCHMARKS.md, tenth session). Servers
+/// the bench machine the disk's one interrupt goes to CPU 1; with the host's thread anywhere the
+/// closed loop's p99 was 0.25–0.32 ms, kept on CPU 0 0.12–0.14 (BENCHMARKS.md, tenth session). Servers
 /// built for latency keep their busy threads and the device interrupts apart (Seastar's
 /// `perftune.py` moves the interrupts; that needs root, so this moves the thread).
 public enum CPUPlacement {
@@ -30,8 +30,9 @@ public enum CPUPlacement {
     }
 
     /// The calling thread's allowed CPUs without those that take the interrupts of the disk holding
-    /// `path`; nil when there is nothing to choose: the disk or its interrupts are unknown (a
-    /// virtual or overlay file system, no `/sys`), or they go to none or to all of those CPUs.
+    /// `path`; nil when there is nothing to choose: the disk or its interrupts are unknown (a virtual
+    /// device such as an LVM volume, an overlay file system, no `/sys`), or they go to none or to
+    /// all of those CPUs.
     public static func awayFromStorageInterrupts(of path: String) -> [Int]? {
         guard let busy = storageInterruptCPUs(of: path) else { return nil }
         return away(from: busy, allowed: allowedCPUs())
@@ -63,7 +64,8 @@ public enum CPUPlacement {
         return cpus
     }
 
-    /// The device directory under `/sys/devices` of block device `dev` (a partition's disk).
+    /// The device directory under `/sys/devices` of block device `dev` (a partition's is inside its
+    /// disk's).
     static func sysfsDevice(of dev: UInt64) -> String? {
         let major = ((dev >> 8) & 0xfff) | ((dev >> 32) & ~0xfff)
         let minor = (dev & 0xff) | ((dev >> 12) & ~0xff)

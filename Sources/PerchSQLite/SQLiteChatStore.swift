@@ -231,7 +231,7 @@ public final class SQLiteChatStore: ChatStore {
 
     /// Waits until an event after `seq` is committed (one `uid` may see, when given; another
     /// process's commits are found at the next poll tick, every `pollInterval`), or the store
-    /// closes. A wait for anyone (`uid` nil) also ends at every poll tick.
+    /// closes. A wait for anyone (`uid` nil), or `endingAtTick`, also ends at every poll tick.
     public func waitForEvents(
         after seq: Int64, for uid: String?, session: String?, ignoringOwnMessages: Bool, endingAtTick: Bool
     ) async {

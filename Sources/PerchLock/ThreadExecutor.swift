@@ -74,6 +74,12 @@ public final class ThreadExecutor: TaskExecutor, @unchecked Sendable {
         wake.wait(timeout: deadline) == .success
     }
 
+    /// Takes no more jobs: later ones go to the shared pool; those queued so far still run when the
+    /// owner calls ``runPending(as:)``.
+    public func close() {
+        state.withLock { $0.stopped = true }
+    }
+
     /// The owner's thread runs no more jobs: queued and later ones go to the shared pool.
     public func stop() {
         let jobs = state.withLock { state in

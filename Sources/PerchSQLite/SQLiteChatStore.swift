@@ -639,6 +639,7 @@ final class EventNotifier: Sendable {
         var lowestAfter = Int64.max
         var highestAfter = Int64.min
         var passedOver = 0
+        var sweeps = 0
 
         mutating func insert(_ waiter: Waiter, as id: Int) {
             waiters[id] = waiter
@@ -684,6 +685,10 @@ final class EventNotifier: Sendable {
 
     /// How many times a commit left a waiter asleep because none of its events were the waiter's.
     var passedOver: Int { state.withLock { $0.passedOver } }
+
+    /// How many times waiters were resumed by a rule other than a commit of this process (the poll
+    /// tick, a commit of another process, close; tests).
+    var sweeps: Int { state.withLock { $0.sweeps } }
 
     /// How many consumers are waiting.
     var waiting: Int { state.withLock { $0.waiters.count } }
@@ -791,6 +796,7 @@ final class EventNotifier: Sendable {
     /// each waiter and the newest sequence, under the lock) and resumes them outside the lock.
     private func resume(raisingLatestTo seq: Int64? = nil, where wakes: (Waiter, Int64) -> Bool) {
         let ready = state.withLock { state -> [CheckedContinuation<Void, Never>] in
+            state.sweeps += 1
             if let seq { state.latest = max(state.latest, seq) }
             let latest = state.latest
             return Self.take(from: &state) { wakes($0, latest) }

@@ -57,6 +57,8 @@ public final class HostExecutor: TaskExecutor, @unchecked Sendable {
             return !stopping
         }
         guard first else { return }
+        // From now on a job goes to the pool, even one queued before the thread sees `stopping`.
+        jobs.close()
         jobs.signal()
         if !isCurrent { done.wait() }
     }

@@ -520,6 +520,7 @@ final class Writer: Sendable {
             foreign = try reference.check(db)
             if batch.count == 1 {
                 if batch[0].run(tx, false) {
+                    notifier.willCommit(through: tx.lastEventSequence)
                     try db.run("COMMIT")
                 } else {
                     // Its failure is its own answer; nothing else was in the transaction.
@@ -536,12 +537,14 @@ final class Writer: Sendable {
                     for job in batch { _ = job.run(tx, true) }
                 }
                 try db.run("RELEASE batch")
+                notifier.willCommit(through: tx.lastEventSequence)
                 try db.run("COMMIT")
             }
         } catch {
             commitError = error
             try? db.execute("ROLLBACK")
             reference.forget()
+            notifier.commitFailed()
         }
         // In this order: remembered memberships go stale, then the events enter the cache, then
         // they count as committed (readers build pages from memory on that order).
@@ -640,6 +643,8 @@ final class EventNotifier: Sendable {
         var highestAfter = Int64.min
         var passedOver = 0
         var sweeps = 0
+        /// The newest sequence of a commit of this process's writer, once it is about to commit.
+        var committing: Int64 = 0
 
         mutating func insert(_ waiter: Waiter, as id: Int) {
             waiters[id] = waiter
@@ -709,10 +714,24 @@ final class EventNotifier: Sendable {
 
     /// The newest sequence read from the database: when it is newer than this process knows, another
     /// process committed it (its audiences are not known here), so every waiter behind it is woken;
-    /// otherwise nobody is.
+    /// otherwise nobody is. A sequence of this process's commit in flight (``willCommit(through:)``)
+    /// is known: its waiters are woken by that commit, from its audiences, once it is published.
+    /// (Taken for another process's, a commit read between SQLite's `COMMIT` and its publication woke
+    /// every waiting consumer of the host, and made the remembered memberships look stale.)
     func found(newest seq: Int64) {
-        guard seq > latest else { return }
+        guard state.withLock({ seq > max($0.latest, $0.committing) }) else { return }
         advance(to: seq)
+    }
+
+    /// This process's writer is about to commit events up to `seq` (their rows are visible to other
+    /// connections from its `COMMIT` on, before the commit is published here).
+    func willCommit(through seq: Int64) {
+        state.withLock { $0.committing = max($0.committing, seq) }
+    }
+
+    /// The writer's commit failed: its sequences are not this process's (another may reuse them).
+    func commitFailed() {
+        state.withLock { $0.committing = $0.latest }
     }
 
     /// After this process committed `events` (in sequence order, each with its audience): wakes

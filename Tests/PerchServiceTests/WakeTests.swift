@@ -298,6 +298,46 @@ import Testing
 /// every waiter woke. Random waiters (for anyone or a user; groups known or not, from this
 /// membership generation or an older one; at, ahead of or far behind the newest event) and random
 /// commits (events for groups, users or both; right after the newest or thousands later).
+/// The poll tick reads the newest sequence from the database to find other processes' commits; a
+/// commit of this process it reads between SQLite's `COMMIT` and the commit's publication is not
+/// another's.
+@Suite struct FoundCommitTests {
+    static func waiter(on notifier: EventNotifier, after seq: Int64) async throws -> Task<Void, Never> {
+        let already = notifier.waiting
+        let task = Task { await notifier.wait(after: seq, for: "erin", groups: ["h"], generation: 0) }
+        while notifier.waiting == already { try await Task.sleep(for: .milliseconds(1)) }
+        return task
+    }
+
+    @Test func aCommitInFlightIsNotTakenForAnotherProcesss() async throws {
+        let notifier = EventNotifier()
+        notifier.advance(to: 10)
+        let waiter = try await Self.waiter(on: notifier, after: 10)
+        // This process's writer commits 11 and 12; the tick reads 12 before they are published.
+        notifier.willCommit(through: 12)
+        notifier.found(newest: 12)
+        #expect(notifier.waiting == 1)
+        // 13 is another process's: every waiter behind it looks.
+        notifier.found(newest: 13)
+        #expect(notifier.waiting == 0)
+        waiter.cancel()
+        await waiter.value
+    }
+
+    @Test func aFailedCommitsSequencesMayBeAnotherProcesss() async throws {
+        let notifier = EventNotifier()
+        notifier.advance(to: 10)
+        let waiter = try await Self.waiter(on: notifier, after: 10)
+        notifier.willCommit(through: 12)
+        notifier.commitFailed()
+        // Rolled back: 11 and 12 are free, and another process committed them.
+        notifier.found(newest: 12)
+        #expect(notifier.waiting == 0)
+        waiter.cancel()
+        await waiter.value
+    }
+}
+
 @Suite struct NotifierIndexTests {
     struct Spec {
         var uid: String?

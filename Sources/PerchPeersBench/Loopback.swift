@@ -415,6 +415,14 @@ func runLoopback(_ options: Options, perch: String, configPath: String) async th
             subscribed.withLock { $0 }?.resume(returning: session)
         }
         reader.withLock { $0 = opened }
+        // Not opened: nothing will announce a session, so the wait ends here (and the run fails).
+        if opened == nil,
+            !isConnected.withLock({ flag in
+                defer { flag = true }; return flag
+            })
+        {
+            continuation.resume(returning: "")
+        }
     }
     guard let events = reader.withLock({ $0 }) else { throw BenchError("cannot open the event stream") }
     let injector = LoopbackInjector(

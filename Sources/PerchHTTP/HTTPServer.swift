@@ -123,8 +123,8 @@ public final class HTTPServer: Sendable {
     /// an executor that runs its jobs right here, so a request crosses no thread unless it awaits
     /// another's work (an actor, a queued commit), and then comes back in one wake. Returns the
     /// executor too, with the jobs the request's work queued for this thread meanwhile (the bots
-    /// its commit resumed, on a ``JoiningExecutor``): ``finish(_:rounds:)`` runs them once the
-    /// response is sent.
+    /// its commit resumed, on a ``JoiningExecutor``): ``finish(_:)`` runs them once the response is
+    /// sent.
     func respond(to request: HTTPRequest) -> (HTTPResponse, ThreadExecutor) {
         let result = Lock<HTTPResponse?>(nil)
         let executor = ThreadExecutor()
@@ -146,10 +146,10 @@ public final class HTTPServer: Sendable {
     }
 
     /// After a request's response went out: runs what its work queued for this thread (and what
-    /// those jobs queue in turn, up to `rounds` times), then hands anything left to the shared pool.
-    static func finish(_ executor: ThreadExecutor, rounds: Int = 64) {
+    /// those jobs queue in turn, up to 64 rounds), then hands anything left to the shared pool.
+    static func finish(_ executor: ThreadExecutor) {
         executor.running {
-            for _ in 0..<rounds where executor.runPending() {}
+            for _ in 0..<64 where executor.runPending() {}
         }
         executor.stop()
     }
@@ -198,7 +198,7 @@ final class RequestState {
     var body: [UInt8] = []
     var tooLarge = false
     /// The request's executor, with the jobs its work queued for this thread, run once the
-    /// response is sent (``HTTPServer/finish(_:rounds:)``).
+    /// response is sent (``HTTPServer/finish(_:)``).
     var executor: ThreadExecutor?
 }
 
@@ -264,7 +264,7 @@ let accessHandler: MHD_AccessHandlerCallback = {
             state.executor = executor
         } else {
             // A stream's request completes when the stream ends: nothing waits that long.
-            HTTPServer.finish(executor, rounds: 0)
+            executor.stop()
         }
     }
     return queue(response, on: connection, server: server)

@@ -75,10 +75,17 @@ public final class ThreadExecutor: TaskExecutor, @unchecked Sendable {
     }
 
     /// Takes no more jobs: later ones go to the shared pool; those queued so far still run when the
-    /// owner calls ``runPending(as:)``.
-    public func close() {
-        state.withLock { $0.stopped = true }
+    /// owner calls ``runPending(as:)``. False when it was closed (or stopped) already.
+    @discardableResult
+    public func close() -> Bool {
+        state.withLock { state in
+            defer { state.stopped = true }
+            return !state.stopped
+        }
     }
+
+    /// Whether ``close()`` or ``stop()`` was called.
+    public var isClosed: Bool { state.withLock { $0.stopped } }
 
     /// The owner's thread runs no more jobs: queued and later ones go to the shared pool.
     public func stop() {

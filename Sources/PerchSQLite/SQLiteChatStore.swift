@@ -518,25 +518,23 @@ final class Writer: Sendable {
             if mayWait { try db.run("BEGIN IMMEDIATE") }
             if let commitError { throw commitError }
             foreign = try reference.check(db)
-            if batch.count == 1 {
-                if batch[0].run(tx, false) {
-                    notifier.willCommit(through: tx.lastEventSequence)
-                    try db.run("COMMIT")
-                } else {
+            // A lone body runs without a savepoint, a batch under one.
+            let lone = batch.count == 1
+            var commits = true
+            if !lone { try db.run("SAVEPOINT batch") }
+            if !batch.allSatisfy({ $0.run(tx, false) }) {
+                try db.run(lone ? "ROLLBACK" : "ROLLBACK TO batch")
+                reference.forget()
+                tx = SQLiteTransaction(db, coder: connection.coder, cache: nil, reference: reference)
+                if lone {
                     // Its failure is its own answer; nothing else was in the transaction.
-                    try db.run("ROLLBACK")
-                    reference.forget()
-                    tx = SQLiteTransaction(db, coder: connection.coder, cache: nil, reference: reference)
-                }
-            } else {
-                try db.run("SAVEPOINT batch")
-                if !batch.allSatisfy({ $0.run(tx, false) }) {
-                    try db.run("ROLLBACK TO batch")
-                    reference.forget()
-                    tx = SQLiteTransaction(db, coder: connection.coder, cache: nil, reference: reference)
+                    commits = false
+                } else {
                     for job in batch { _ = job.run(tx, true) }
                 }
-                try db.run("RELEASE batch")
+            }
+            if commits {
+                if !lone { try db.run("RELEASE batch") }
                 notifier.willCommit(through: tx.lastEventSequence)
                 try db.run("COMMIT")
             }

@@ -22,7 +22,6 @@ import PerchLock
 public final class HostExecutor: TaskExecutor, @unchecked Sendable {
     /// The queue and the wake-ups, as an HTTP connection's thread has them.
     private let jobs = ThreadExecutor()
-    private let stopping = Lock(false)
     /// The executor's thread, once it runs.
     private let thread = Lock<pthread_t?>(nil)
     private let done = DispatchSemaphore(value: 0)
@@ -52,13 +51,8 @@ public final class HostExecutor: TaskExecutor, @unchecked Sendable {
     /// task still preferring this executor finishes there. Returns once the thread has ended, or at
     /// once when called from a job on that thread (which could not wait for itself).
     public func stop() {
-        let first = stopping.withLock { stopping -> Bool in
-            defer { stopping = true }
-            return !stopping
-        }
-        guard first else { return }
-        // From now on a job goes to the pool, even one queued before the thread sees `stopping`.
-        jobs.close()
+        // From now on a job goes to the pool, even one queued before the thread sees the close.
+        guard jobs.close() else { return }
         jobs.signal()
         if !isCurrent { done.wait() }
     }
@@ -68,7 +62,7 @@ public final class HostExecutor: TaskExecutor, @unchecked Sendable {
         let executor = asUnownedTaskExecutor()
         while true {
             if jobs.runPending(as: executor) { continue }
-            if stopping.withLock({ $0 }) {
+            if jobs.isClosed {
                 // What was queued before `stop` runs here; what comes after goes to the pool.
                 jobs.runPending(as: executor)
                 jobs.stop()

@@ -6,7 +6,8 @@
 #include <microhttpd.h>
 
 /// MHD_start_daemon is variadic; this starts a thread-per-connection daemon bound to `host`
-/// (an IPv4 literal) and `port` (0 picks a free one), with a completion callback.
+/// (an IPv4 literal) and `port` (0 picks a free one), with a completion callback; a handler may
+/// answer 101 and take the connection's socket over (a WebSocket).
 static inline struct MHD_Daemon *perch_mhd_start(const char *host, uint16_t port, MHD_AccessHandlerCallback handler,
     void *context, MHD_RequestCompletedCallback completed, unsigned int connectionLimit, unsigned int timeoutSeconds) {
     struct sockaddr_in address;
@@ -15,7 +16,7 @@ static inline struct MHD_Daemon *perch_mhd_start(const char *host, uint16_t port
     address.sin_port = htons(port);
     if (inet_pton(AF_INET, host, &address.sin_addr) != 1) return NULL;
     unsigned int flags = MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_POLL
-        | MHD_USE_ERROR_LOG;
+        | MHD_USE_ERROR_LOG | MHD_ALLOW_UPGRADE;
     return MHD_start_daemon(flags, port, NULL, NULL, handler, context,
         MHD_OPTION_NOTIFY_COMPLETED, completed, context,
         MHD_OPTION_SOCK_ADDR, (struct sockaddr *) &address,
@@ -32,3 +33,7 @@ static inline uint16_t perch_mhd_port(struct MHD_Daemon *daemon) {
 
 static inline ssize_t perch_mhd_end_of_stream(void) { return MHD_CONTENT_READER_END_OF_STREAM; }
 static inline uint64_t perch_mhd_size_unknown(void) { return MHD_SIZE_UNKNOWN; }
+
+static inline enum MHD_Result perch_mhd_upgrade_close(struct MHD_UpgradeResponseHandle *urh) {
+    return MHD_upgrade_action(urh, MHD_UPGRADE_ACTION_CLOSE);
+}

@@ -3,6 +3,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <sched.h>
+#include <sys/eventfd.h>
 
 #include "perch_sched.h"
 
@@ -29,3 +30,5 @@ int perch_pin_thread(const int *cpus, int count) {
     }
     return sched_setaffinity(0, sizeof set, &set);
 }
+
+int perch_eventfd(void) { return eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC); }

@@ -27,18 +27,24 @@ public struct HTTPRequest: Sendable {
     public func header(_ name: String) -> String? { headers[name.lowercased()] }
 }
 
-/// A response: a body, or a stream of Server-Sent Events.
+/// A response: a body, a stream of Server-Sent Events, or a switch to another protocol (101, a
+/// WebSocket) that takes the connection's socket over.
 public struct HTTPResponse: Sendable {
     public var status: Int
     public var headers: [(String, String)]
     public var body: [UInt8]
     public var stream: EventStreamSource?
+    public var upgrade: (any UpgradedConnection)?
 
-    public init(status: Int, headers: [(String, String)] = [], body: [UInt8] = [], stream: EventStreamSource? = nil) {
+    public init(
+        status: Int, headers: [(String, String)] = [], body: [UInt8] = [], stream: EventStreamSource? = nil,
+        upgrade: (any UpgradedConnection)? = nil
+    ) {
         self.status = status
         self.headers = headers
         self.body = body
         self.stream = stream
+        self.upgrade = upgrade
     }
 
     public static func json(_ status: Int, _ text: String) -> HTTPResponse {
@@ -50,8 +56,21 @@ public struct HTTPResponse: Sendable {
     }
 }
 
+/// What the server ends when it stops: an event stream, an upgraded connection.
+public protocol FinishableConnection: AnyObject, Sendable {
+    /// Ends the connection soon: the server is stopping, and waits for the connection's thread.
+    func finish()
+}
+
+/// A connection that left HTTP (a WebSocket): it runs on the connection's thread until it ends.
+public protocol UpgradedConnection: FinishableConnection {
+    /// Runs the connection on the calling thread until it is over, on `socket` (whose bytes after
+    /// the request, already read, are `extra`). The socket is the server's: it closes it after.
+    func run(socket: Int32, extra: [UInt8])
+}
+
 /// Produces the chunks of a streamed response; `next(timeout:)` returns nil at the end.
-public protocol EventStreamSource: AnyObject, Sendable {
+public protocol EventStreamSource: FinishableConnection {
     /// The next bytes to send, an empty array when `timeout` passed with nothing (a heartbeat is
     /// then sent), or nil when the stream is over.
     func next(timeout: Duration) -> [UInt8]?
@@ -113,6 +132,10 @@ public final class HTTPServer: Sendable {
             })
         else { return }
         for stream in context.stopStreams() { stream.finish() }
+        // libmicrohttpd wants upgraded sockets handed back before it stops: their loops end within
+        // a poll once finished (a second at most here, for a socket that cannot be written).
+        let deadline = DispatchTime.now() + .seconds(1)
+        while context.hasOpenUpgrades, DispatchTime.now() < deadline { usleep(1000) }
         MHD_stop_daemon(box.pointer)
         context.server.withLock { $0 = nil }
     }
@@ -162,11 +185,21 @@ public struct HTTPServerError: Error, CustomStringConvertible {
 /// What the C callbacks reach through their context pointer.
 final class ServerContext: Sendable {
     let server = Lock<WeakServer?>(nil)
-    /// The streams being sent; nil once the server stops (a stream that starts then ends at once).
-    private let streams = Lock<[ObjectIdentifier: any EventStreamSource]?>([:])
+    /// The streams being sent and the upgraded connections; nil once the server stops (a stream
+    /// that starts then ends at once).
+    private let streams = Lock<[ObjectIdentifier: any FinishableConnection]?>([:])
+    /// Upgraded connections whose loops still run, even after ``stopStreams()``.
+    private let upgrades = Lock(0)
+
+    var hasOpenUpgrades: Bool { upgrades.withLock { $0 > 0 } }
+
+    /// Counts an upgraded connection's loop in (true) or out.
+    func upgrade(running: Bool) {
+        upgrades.withLock { $0 += running ? 1 : -1 }
+    }
 
     /// Records a stream that starts; false when the server is stopping.
-    func open(_ stream: any EventStreamSource) -> Bool {
+    func open(_ stream: any FinishableConnection) -> Bool {
         streams.withLock { streams in
             guard streams != nil else { return false }
             streams?[ObjectIdentifier(stream)] = stream
@@ -174,12 +207,12 @@ final class ServerContext: Sendable {
         }
     }
 
-    func closed(_ stream: any EventStreamSource) {
+    func closed(_ stream: any FinishableConnection) {
         _ = streams.withLock { $0?.removeValue(forKey: ObjectIdentifier(stream)) }
     }
 
     /// The open streams; no stream opens after this.
-    func stopStreams() -> [any EventStreamSource] {
+    func stopStreams() -> [any FinishableConnection] {
         streams.withLock { streams in
             defer { streams = nil }
             return Array((streams ?? [:]).values)
@@ -200,6 +233,8 @@ final class RequestState {
     /// The request's executor, with the jobs its work queued for this thread, run once the
     /// response is sent (``HTTPServer/finish(_:)``).
     var executor: ThreadExecutor?
+    /// The connection that takes the socket over once the 101 is sent.
+    var upgrade: (any UpgradedConnection)?
 }
 
 private func collect(_ connection: OpaquePointer?, _ kind: MHD_ValueKind, lowercase: Bool) -> [String: String] {
@@ -260,14 +295,37 @@ let accessHandler: MHD_AccessHandlerCallback = {
             headers: collect(connection, .HEADER_KIND, lowercase: true), body: state.body)
         let executor: ThreadExecutor
         (response, executor) = server.respond(to: request)
-        if response.stream == nil {
+        if response.stream == nil, response.upgrade == nil {
             state.executor = executor
         } else {
             // A stream's request completes when the stream ends: nothing waits that long.
             executor.stop()
         }
+        state.upgrade = response.upgrade
     }
     return queue(response, on: connection, server: server)
+}
+
+/// Runs an upgraded connection on the connection's thread (libmicrohttpd calls this once the 101
+/// is sent; a thread-per-connection daemon lets it block), then hands the socket back to be closed.
+let upgradeHandler: MHD_UpgradeHandler = { context, _, requestContext, extra, extraSize, socket, handle in
+    guard let context, let requestContext else {
+        _ = perch_mhd_upgrade_close(handle)
+        return
+    }
+    let serverContext = Unmanaged<ServerContext>.fromOpaque(context).takeUnretainedValue()
+    let state = Unmanaged<RequestState>.fromOpaque(requestContext).takeUnretainedValue()
+    if let upgraded = state.upgrade {
+        state.upgrade = nil
+        serverContext.upgrade(running: true)
+        if serverContext.open(upgraded) {
+            let bytes = extra.map { Array(UnsafeRawBufferPointer(start: $0, count: extraSize)) } ?? []
+            upgraded.run(socket: socket, extra: bytes)
+            serverContext.closed(upgraded)
+        }
+        serverContext.upgrade(running: false)
+    }
+    _ = perch_mhd_upgrade_close(handle)
 }
 
 let completedHandler: MHD_RequestCompletedCallback = { _, _, requestContext, _ in
@@ -294,7 +352,10 @@ final class StreamBox {
 
 func queue(_ response: HTTPResponse, on connection: OpaquePointer?, server: HTTPServer) -> MHD_Result {
     let mhdResponse: OpaquePointer?
-    if let stream = response.stream {
+    if response.upgrade != nil {
+        mhdResponse = MHD_create_response_for_upgrade(
+            upgradeHandler, Unmanaged.passUnretained(server.context).toOpaque())
+    } else if let stream = response.stream {
         if !server.context.open(stream) { stream.finish() }
         let box = StreamBox(source: stream, heartbeat: server.heartbeat, context: server.context)
         mhdResponse = MHD_create_response_from_callback(

@@ -135,16 +135,7 @@ extension PerchAPI {
     /// announced in a first `perch.session` event): a save made with that session's header does
     /// not come back on it.
     func events(_ request: Request) async throws(ChatError) -> HTTPResponse {
-        let resume = request.http.header("last-event-id") ?? request.query("lastEventId")
-        var after: Int64
-        if let resume {
-            guard let value = Int64(resume), value >= 0 else {
-                throw .badRequest("Last-Event-ID", "expected a sequence")
-            }
-            after = value
-        } else {
-            after = (try? await service.store.latestEventSequence()) ?? 0
-        }
+        let after = try await eventsStart(request)
         let session = request.query("session") ?? request.caller.session ?? UUID().uuidString.lowercased()
         let source = ChatEventSource(
             service: service, uid: request.caller.uid, session: session, after: after,

@@ -117,6 +117,12 @@ public final class PerchAPI: Sendable {
 
     /// Answers one request.
     public func respond(to http: HTTPRequest) async -> HTTPResponse {
+        await respond(to: http, socketCaller: nil)
+    }
+
+    /// Answers one request; `socketCaller`: sent over a WebSocket, whose handshake authenticated
+    /// the caller (the request's own headers are not read for it).
+    func respond(to http: HTTPRequest, socketCaller: Caller?) async -> HTTPResponse {
         let started = DispatchTime.now().uptimeNanoseconds
         let parts = http.path.split(separator: "/", omittingEmptySubsequences: true).map(String.init)
         var routeName = "unmatched"
@@ -147,11 +153,20 @@ public final class PerchAPI: Sendable {
                         "limit": .int(Int64(maximumBodyBytes)),
                     ])
             }
-            let caller =
-                route.authenticated
-                ? try await authenticate(http, appOnly: route.appOnly)
-                : Caller(
-                    uid: User.system, isApp: true, session: nil)
+            let caller: Caller
+            if let socketCaller {
+                guard route.name != "events", route.name != "ws" else {
+                    throw ChatError.badRequest("path", "not available over a WebSocket: it has its own connection")
+                }
+                guard socketCaller.isApp || !route.appOnly else {
+                    throw ChatError(.authInvalidAPIKey, ["reason": "this endpoint needs the apikey"])
+                }
+                caller = socketCaller
+            } else if route.authenticated {
+                caller = try await authenticate(http, appOnly: route.appOnly)
+            } else {
+                caller = Caller(uid: User.system, isApp: true, session: nil)
+            }
             response = try await route.handler(self, Request(http: http, parameters: parameters, caller: caller))
         } catch let error as ChatError {
             var status = error.code.httpStatus
@@ -283,6 +298,7 @@ extension PerchAPI {
             },
         ] + webRoutes() + groupRoutes() + messageRoutes() + threadRoutes() + notificationRoutes() + mediaRoutes() + [
             route("GET", "v3/events", name: "events") { api, request in try await api.events(request) },
+            route("GET", "v3/ws", name: "ws") { api, request in try await api.webSocket(request) },
             route("POST", "v3/hooks/{name}", name: "hooks", appOnly: true) { api, request in
                 let body = request.http.body.isEmpty ? JSONValue.object([:]) : try JSONBody(request.http.body).asValue
                 let fired = await api.host?.webhook(request.parameter("name"), body: body) ?? 0

@@ -1,3 +1,4 @@
+import CSched
 import Dispatch
 
 #if canImport(Glibc)
@@ -10,13 +11,43 @@ import Dispatch
 /// thread's interest still finishes. While the owner runs it inside ``running(_:)``, the tasks of a
 /// ``JoiningExecutor`` resumed on the owner's thread queue their jobs here too.
 public final class ThreadExecutor: TaskExecutor, @unchecked Sendable {
-    public init() {}
+    /// An executor whose owner sleeps in ``waitForWork(until:)``.
+    public init() { wake = Wake(descriptor: -1) }
+
+    /// An executor whose owner sleeps in poll(2) beside other descriptors (a WebSocket's thread,
+    /// which also waits for its socket): a job or a ``signal()`` makes ``wakeDescriptor`` readable;
+    /// the owner calls ``drainWake()`` before it looks for work. ``waitForWork(until:)`` is not
+    /// for such an owner.
+    public init(pollable: Void) {
+        let descriptor = perch_eventfd()
+        precondition(descriptor >= 0, "eventfd failed: errno \(errno)")
+        wake = Wake(descriptor: descriptor)
+    }
 
     /// The queue: each job with the executor it runs as (nil: this one); how many jobs other
     /// executors' tasks had queued here (``JoiningExecutor``); whether the owner is done.
     private let state = Lock<(jobs: [(job: UnownedJob, executor: UnownedTaskExecutor?)], joined: Int, stopped: Bool)>(
         ([], 0, false))
-    private let wake = DispatchSemaphore(value: 0)
+    private let wake: Wake
+
+    /// Wakes the owner: a semaphore, or an eventfd for an owner in poll(2).
+    private final class Wake: @unchecked Sendable {
+        let semaphore = DispatchSemaphore(value: 0)
+        let descriptor: Int32
+
+        init(descriptor: Int32) { self.descriptor = descriptor }
+
+        func signal() {
+            guard descriptor >= 0 else {
+                semaphore.signal()
+                return
+            }
+            var one: UInt64 = 1
+            _ = Glibc.write(descriptor, &one, 8)
+        }
+
+        deinit { if descriptor >= 0 { Glibc.close(descriptor) } }
+    }
 
     public func enqueue(_ job: consuming ExecutorJob) {
         let job = UnownedJob(job)
@@ -33,12 +64,13 @@ public final class ThreadExecutor: TaskExecutor, @unchecked Sendable {
     private func enqueue(_ job: UnownedJob, as executor: UnownedTaskExecutor?, limit: Int?) -> Bool {
         // Nothing keeps this executor alive for the caller (the runtime holds it unowned): once the
         // job is queued, the owner's thread may run it, finish the request and let the executor
-        // go, so nothing here may touch `self` after the lock is released. The semaphore is taken
-        // under the lock and signalled after it, through that reference, which keeps it alive.
+        // go, so nothing here may touch `self` after the lock is released. The wake (semaphore or
+        // eventfd) is taken under the lock and signalled after it, through that reference, which
+        // keeps it alive.
         // (Signalling through `self` after the lock crashed a loopback run under load: the semaphore
         // was freed in between. Signalling under the lock made the woken owner sleep again at once,
         // on the lock the signaller still held: perf counted it in a pipelined burst.)
-        let wake = state.withLock { state -> DispatchSemaphore? in
+        let wake = state.withLock { state -> Wake? in
             guard !state.stopped else { return nil }
             if let limit {
                 guard state.joined < limit else { return nil }
@@ -71,7 +103,23 @@ public final class ThreadExecutor: TaskExecutor, @unchecked Sendable {
     /// Sleeps until a job or a `signal` comes, or `deadline` passes (then false).
     @discardableResult
     public func waitForWork(until deadline: DispatchTime = .distantFuture) -> Bool {
-        wake.wait(timeout: deadline) == .success
+        wake.semaphore.wait(timeout: deadline) == .success
+    }
+
+    /// The descriptor a job or a ``signal()`` makes readable (``init(pollable:)``), or nil.
+    public var wakeDescriptor: Int32? { wake.descriptor >= 0 ? wake.descriptor : nil }
+
+    /// Consumes the signals so far, so ``wakeDescriptor`` is readable again only for later ones.
+    public func drainWake() {
+        var count: UInt64 = 0
+        if wake.descriptor >= 0 { _ = Glibc.read(wake.descriptor, &count, 8) }
+    }
+
+    /// Lets other executors' tasks join this owner again as if none had (the limit of
+    /// ``JoiningExecutor`` counts per request: an owner that serves many requests calls this
+    /// between them).
+    public func resetJoined() {
+        state.withLock { $0.joined = 0 }
     }
 
     /// Takes no more jobs: later ones go to the shared pool; those queued so far still run when the

@@ -9,4 +9,8 @@ int perch_thread_cpus(int *cpus, int capacity);
 /// Returns 0, or -1 with `errno` set (a CPU out of range is EINVAL).
 int perch_pin_thread(const int *cpus, int count);
 
+/// A non-blocking, close-on-exec eventfd (which Swift's Glibc module does not declare). Returns the
+/// descriptor, or -1 with `errno` set.
+int perch_eventfd(void);
+
 #endif

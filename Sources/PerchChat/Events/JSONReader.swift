@@ -272,6 +272,15 @@ public struct JSONReader {
     /// Reads past one value of any kind.
     public mutating func skip() throws { _ = try value() }
 
+    /// Reads past one value of any kind and answers where its bytes are (offsets into the UTF-8
+    /// of the text read), to hand them on as they are.
+    public mutating func skipValue() throws -> Range<Int> {
+        skipWhitespace()
+        let start = index
+        try skip()
+        return start..<index
+    }
+
     // MARK: Bytes
 
     private var peek: UInt8? { index < bytes.count ? bytes[index] : nil }

@@ -1,0 +1,102 @@
+import Foundation
+import PerchChat
+import PerchLock
+import PerchService
+
+extension PerchAPI {
+    /// `GET /v3/ws`: a WebSocket (RFC 6455) for the caller, authenticated at the handshake like
+    /// any request. It carries the caller's live events (as `GET /v3/events` does, resumed with
+    /// `lastEventId`) and the caller's requests to any other endpoint, answered in order, so one
+    /// connection does what a client otherwise does with a stream and keep-alive posts.
+    /// - Throws: `ERR_BAD_REQUEST` (400) without a valid `Sec-WebSocket-Key` or `Connection:
+    ///   Upgrade`; answers 426 with `Sec-WebSocket-Version: 13` to a request that is not a
+    ///   WebSocket handshake of version 13.
+    func webSocket(_ request: Request) async throws(ChatError) -> HTTPResponse {
+        let http = request.http
+        let upgrade = http.header("upgrade")?.lowercased() ?? ""
+        let version = http.header("sec-websocket-version") ?? ""
+        guard upgrade.split(separator: ",").contains(where: { $0.trimmingCharacters(in: .whitespaces) == "websocket" }),
+            version == "13"
+        else {
+            let error = ChatError.badRequest(
+                upgrade.isEmpty ? "Upgrade" : "Sec-WebSocket-Version",
+                "GET /v3/ws is a WebSocket handshake: Upgrade: websocket, Sec-WebSocket-Version: 13")
+            var response = HTTPResponse.json(426, APIJSON.error(error))
+            response.headers += [("Upgrade", "websocket"), ("Sec-WebSocket-Version", "13")]
+            return response
+        }
+        let connection = http.header("connection")?.lowercased() ?? ""
+        guard connection.split(separator: ",").contains(where: { $0.trimmingCharacters(in: .whitespaces) == "upgrade" })
+        else {
+            throw .badRequest("Connection", "a WebSocket handshake says Connection: Upgrade")
+        }
+        guard let key = http.header("sec-websocket-key"), WebSocket.isValidKey(key) else {
+            throw .badRequest("Sec-WebSocket-Key", "expected the base64 of 16 bytes")
+        }
+        let after = try await eventsStart(request)
+        var caller = request.caller
+        let session = request.query("session") ?? caller.session ?? UUID().uuidString.lowercased()
+        caller.session = session
+        let socket = WebSocketConnection(
+            session: APIWebSocketSession(api: self, caller: caller, after: after),
+            maximumMessage: maximumBodyBytes + 1024, heartbeat: .seconds(15))
+        return HTTPResponse(
+            status: 101,
+            // libmicrohttpd adds `Connection: Upgrade` itself (a second would read "Upgrade, Upgrade").
+            headers: [("Upgrade", "websocket"), ("Sec-WebSocket-Accept", WebSocket.acceptValue(for: key))],
+            upgrade: socket)
+    }
+
+    /// Where a caller's event stream starts: after `Last-Event-ID` (or `lastEventId`), else after
+    /// the newest event.
+    /// - Throws: `ERR_BAD_REQUEST` when the id is not a sequence.
+    func eventsStart(_ request: Request) async throws(ChatError) -> Int64 {
+        guard let resume = request.http.header("last-event-id") ?? request.query("lastEventId") else {
+            return (try? await service.store.latestEventSequence()) ?? 0
+        }
+        guard let value = Int64(resume), value >= 0 else { throw .badRequest("Last-Event-ID", "expected a sequence") }
+        return value
+    }
+}
+
+/// A WebSocket's caller: its requests go through the API as that caller, its events are the
+/// caller's events after the handshake's point, as the socket's session.
+struct APIWebSocketSession: WebSocketSession {
+    let api: PerchAPI
+    let caller: PerchAPI.Caller
+    let after: Int64
+
+    var greeting: [UInt8] {
+        Array(#"{"type":"session","session":\#(JSONWriter.quoted(caller.session ?? ""))}"#.utf8)
+    }
+
+    func respond(to request: HTTPRequest) async -> HTTPResponse {
+        await api.respond(to: request, socketCaller: caller)
+    }
+
+    func followEvents(on executor: ThreadExecutor, deliver: @escaping @Sendable ([UInt8]) -> Void)
+        -> @Sendable () -> Void
+    {
+        let service = api.service
+        let metrics = api.metrics
+        let caller = caller
+        let after = after
+        metrics.increment("perch_ws_connections", by: 1)
+        let task = Task(executorPreference: executor) {
+            try? await service.followEvents(for: caller.uid, session: caller.session, after: after) { events in
+                for event in events {
+                    var message = Array(
+                        #"{"type":"event","id":\#(event.seq),"event":"\#(event.name.rawValue)","data":"#.utf8)
+                    message += event.jsonBytes
+                    message.append(UInt8(ascii: "}"))
+                    deliver(message)
+                }
+                return true
+            }
+        }
+        return {
+            task.cancel()
+            metrics.increment("perch_ws_connections", by: -1)
+        }
+    }
+}

@@ -1,0 +1,322 @@
+import Dispatch
+import Foundation
+import PerchChat
+import PerchLock
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// What a WebSocket serves: the caller's requests, answered one after another, and the caller's
+/// live events.
+public protocol WebSocketSession: Sendable {
+    /// The first message the client gets (which session the socket is).
+    var greeting: [UInt8] { get }
+    /// Answers one request sent over the socket, as the socket's caller.
+    func respond(to request: HTTPRequest) async -> HTTPResponse
+    /// Starts following the caller's events; their messages go to `deliver`. The task prefers
+    /// `executor` (the socket's thread). Returns what stops it.
+    func followEvents(on executor: ThreadExecutor, deliver: @escaping @Sendable ([UInt8]) -> Void)
+        -> @Sendable () -> Void
+}
+
+/// One WebSocket, run on its HTTP connection's thread (libmicrohttpd's, after the 101): one loop
+/// polls the socket and the executor's eventfd, reads the client's frames, answers its requests in
+/// order (one at a time, as HTTP/1.1 answers a keep-alive connection's), and sends the caller's
+/// events. The requests' tasks, the bots a request's commit resumes (``JoiningExecutor``) and the
+/// event loop's steps all run on this thread, so a message posted here and the bot reply it
+/// brings back cost one wake of the server.
+///
+/// Requests are text messages: `{"id": any, "method": "POST", "path": "/v3/messages", "body":
+/// {...}}`, answered with `{"type":"response","id":...,"status":201,"body":{...}}`; events are
+/// `{"type":"event","id":SEQ,"event":NAME,"data":{...}}`.
+final class WebSocketConnection: UpgradedConnection, @unchecked Sendable {
+    let session: any WebSocketSession
+    let maximumMessage: Int
+    let heartbeat: Duration
+    private let executor = ThreadExecutor(pollable: ())
+    /// Bytes to send (answers, events, pongs), whether a request's answer came, and whether the
+    /// server is stopping. Events may be delivered from the shared pool after the loop ends.
+    private let shared = Lock<(outbox: [UInt8], answered: Bool, stopping: Bool)>(([], false, false))
+    /// Past this many bytes waiting to be sent, the loop runs no more jobs until the client reads.
+    static let outboxLimit = 4 << 20
+    /// Requests waiting for the one being answered.
+    static let queuedLimit = 256
+
+    init(session: any WebSocketSession, maximumMessage: Int, heartbeat: Duration) {
+        self.session = session
+        self.maximumMessage = maximumMessage
+        self.heartbeat = heartbeat
+    }
+
+    func finish() {
+        shared.withLock { $0.stopping = true }
+        executor.signal()
+    }
+
+    private func send(_ bytes: [UInt8]) {
+        shared.withLock { $0.outbox += bytes }
+        executor.signal()
+    }
+
+    private func sendText(_ payload: [UInt8]) {
+        var frame: [UInt8] = []
+        frame.reserveCapacity(payload.count + 10)
+        WebSocket.append(.text, payload, to: &frame)
+        send(frame)
+    }
+
+    func run(socket: Int32, extra: [UInt8]) {
+        let flags = fcntl(socket, F_GETFL)
+        _ = fcntl(socket, F_SETFL, flags | O_NONBLOCK)
+        var loop = Loop(connection: self, socket: socket, inbound: extra)
+        sendText(session.greeting)
+        let stopEvents = session.followEvents(on: executor) { [weak self] message in self?.sendText(message) }
+        loop.run()
+        stopEvents()
+        executor.stop()
+    }
+
+    /// The loop's own state, on the connection's thread only.
+    struct Loop {
+        let connection: WebSocketConnection
+        let socket: Int32
+        var inbound: [UInt8]
+        var assembler: WebSocket.Assembler
+        var requests: [HTTPRequestFrame] = []
+        var answering = false
+        /// Sent our close frame: nothing more is read or answered.
+        var closing = false
+        /// The client's end is closed, or the socket failed.
+        var gone = false
+        var lastHeard = DispatchTime.now()
+        var pinged = false
+        var chunk = [UInt8](repeating: 0, count: 65_536)
+
+        init(connection: WebSocketConnection, socket: Int32, inbound: [UInt8]) {
+            self.connection = connection
+            self.socket = socket
+            self.inbound = inbound
+            assembler = WebSocket.Assembler(maximumMessage: connection.maximumMessage)
+        }
+
+        mutating func run() {
+            let executor = connection.executor
+            readFrames()
+            while !gone {
+                executor.drainWake()
+                let (answered, stopping, backlog) = connection.shared.withLock { shared in
+                    defer { shared.answered = false }
+                    return (shared.answered, shared.stopping, shared.outbox.count)
+                }
+                if answered {
+                    answering = false
+                    executor.resetJoined()
+                }
+                if stopping, !closing { close(WebSocket.CloseCode.goingAway, "the server is stopping") }
+                if !answering, !closing, !requests.isEmpty { start(requests.removeFirst()) }
+                let ran = backlog < WebSocketConnection.outboxLimit && executor.running { executor.runPending() }
+                flush()
+                if closing, connection.shared.withLock({ $0.outbox.isEmpty }) || gone { break }
+                if ran { continue }
+                wait()
+            }
+        }
+
+        /// Sleeps until the socket has bytes (or room for ours), the executor has work, or the
+        /// heartbeat is due; reads what came.
+        mutating func wait() {
+            let pending = connection.shared.withLock { !$0.outbox.isEmpty }
+            let reading = !closing && requests.count < WebSocketConnection.queuedLimit
+            var descriptors = [
+                pollfd(
+                    fd: socket, events: Int16(reading ? POLLIN : 0) | Int16(pending ? POLLOUT : 0), revents: 0),
+                pollfd(fd: connection.executor.wakeDescriptor!, events: Int16(POLLIN), revents: 0),
+            ]
+            let milliseconds = Int32(clamping: connection.heartbeat.components.seconds * 1000)
+            let ready = poll(&descriptors, 2, milliseconds)
+            if ready == 0 {
+                heartbeat()
+                return
+            }
+            if descriptors[0].revents & Int16(POLLIN | POLLHUP | POLLERR) != 0 { read() }
+        }
+
+        /// A quiet socket gets a ping; one that stayed quiet through the ping is closed.
+        mutating func heartbeat() {
+            let quiet = DispatchTime.now().uptimeNanoseconds - lastHeard.uptimeNanoseconds
+            if pinged, quiet >= UInt64(connection.heartbeat.components.seconds) * 2_000_000_000 {
+                gone = true
+                return
+            }
+            pinged = true
+            var frame: [UInt8] = []
+            WebSocket.append(.ping, [UInt8](), to: &frame)
+            connection.send(frame)
+        }
+
+        mutating func read() {
+            let count = chunk.withUnsafeMutableBytes { recv(socket, $0.baseAddress, $0.count, 0) }
+            if count == 0 || (count < 0 && errno != EAGAIN && errno != EINTR) {
+                gone = true
+                return
+            }
+            guard count > 0 else { return }
+            lastHeard = DispatchTime.now()
+            pinged = false
+            inbound.append(contentsOf: chunk[0..<count])
+            readFrames()
+        }
+
+        /// Takes the whole frames received so far.
+        mutating func readFrames() {
+            var start = 0
+            defer { inbound.removeSubrange(0..<start) }
+            while !closing {
+                do {
+                    guard
+                        let (frame, next) = try WebSocket.frame(
+                            in: inbound, at: start, masked: true, maximumPayload: connection.maximumMessage)
+                    else { return }
+                    start = next
+                    guard let message = try assembler.add(frame) else { continue }
+                    handle(message)
+                } catch {
+                    close(error.code, error.reason)
+                    start = inbound.count
+                }
+            }
+            start = inbound.count
+        }
+
+        mutating func handle(_ message: WebSocket.Message) {
+            switch message {
+            case .text(let bytes):
+                switch HTTPRequestFrame.parse(bytes) {
+                case .success(let request): requests.append(request)
+                case .failure(let error): connection.sendText(error.responseMessage)
+                }
+            case .ping(let payload):
+                var frame: [UInt8] = []
+                WebSocket.append(.pong, payload, to: &frame)
+                connection.send(frame)
+            case .pong: break
+            case .close(let code, _): close(code ?? WebSocket.CloseCode.normal, "")
+            }
+        }
+
+        /// Sends a close frame; the loop ends once it is sent.
+        mutating func close(_ code: UInt16, _ reason: String) {
+            guard !closing else { return }
+            closing = true
+            var frame: [UInt8] = []
+            WebSocket.append(.close, WebSocket.closePayload(code, reason), to: &frame)
+            connection.send(frame)
+        }
+
+        /// Starts answering `request`: its task runs on this thread; its answer goes out in order.
+        mutating func start(_ request: HTTPRequestFrame) {
+            answering = true
+            let connection = connection
+            let session = connection.session
+            Task(executorPreference: connection.executor) {
+                let response = await session.respond(to: request.http)
+                connection.shared.withLock { $0.answered = true }
+                connection.sendText(request.answer(response))
+            }
+        }
+
+        /// Writes what waits to be sent, as much as the socket takes now.
+        mutating func flush() {
+            connection.shared.withLock { shared in
+                var sent = 0
+                while sent < shared.outbox.count {
+                    let count = shared.outbox[sent...].withUnsafeBytes {
+                        Glibc.send(socket, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL))
+                    }
+                    if count > 0 {
+                        sent += count
+                    } else {
+                        if count < 0, errno != EAGAIN, errno != EINTR { gone = true }
+                        if count == 0 || errno != EINTR { break }
+                    }
+                }
+                shared.outbox.removeSubrange(0..<sent)
+            }
+        }
+    }
+}
+
+/// A request sent over a WebSocket: its id (echoed in the answer, as JSON) and the request.
+struct HTTPRequestFrame: Sendable {
+    var id: [UInt8]
+    var http: HTTPRequest
+
+    struct Failure: Error {
+        var id: [UInt8]
+        var message: String
+
+        /// The answer that says so: a 400 with `ERR_BAD_REQUEST`.
+        var responseMessage: [UInt8] {
+            let body = APIJSON.error(.badRequest("request", message))
+            return Array(#"{"type":"response","id":"#.utf8) + id + Array(#","status":400,"body":\#(body)}"#.utf8)
+        }
+    }
+
+    /// Reads `{"id": any, "method": "GET", "path": "/v3/...?query", "body": {...}}`.
+    static func parse(_ bytes: [UInt8]) -> Result<HTTPRequestFrame, Failure> {
+        let text = String(decoding: bytes, as: UTF8.self)
+        var id: Range<Int>?
+        var method: String?
+        var path: String?
+        var body: Range<Int>?
+        struct UnknownField: Error, CustomStringConvertible {
+            var description: String
+        }
+        do {
+            try JSONReader.read(text) { reader in
+                try reader.object { reader, key in
+                    switch key {
+                    case "id": id = try reader.skipValue()
+                    case "method": method = try reader.string()
+                    case "path": path = try reader.string()
+                    case "body": body = try reader.skipValue()
+                    default: throw UnknownField(description: "unknown field \(key)")
+                    }
+                }
+            }
+        } catch {
+            return .failure(Failure(id: Array("null".utf8), message: "a request is a JSON object: \(error)"))
+        }
+        let idBytes = id.map { Array(bytes[$0]) } ?? Array("null".utf8)
+        guard let method, ["GET", "POST", "PUT", "PATCH", "DELETE"].contains(method) else {
+            return .failure(Failure(id: idBytes, message: "method must be GET, POST, PUT, PATCH or DELETE"))
+        }
+        guard let path, path.hasPrefix("/"), let components = URLComponents(string: path) else {
+            return .failure(Failure(id: idBytes, message: "path must be an absolute path"))
+        }
+        var query: [String: String] = [:]
+        for item in components.queryItems ?? [] { query[item.name] = item.value ?? "" }
+        let request = HTTPRequest(
+            method: method, path: components.percentEncodedPath, query: query,
+            headers: ["content-type": "application/json"], body: body.map { Array(bytes[$0]) } ?? [])
+        return .success(HTTPRequestFrame(id: idBytes, http: request))
+    }
+
+    /// The answer's message: a JSON body as it is; any other body as a JSON string.
+    func answer(_ response: HTTPResponse) -> [UInt8] {
+        var out = Array(#"{"type":"response","id":"#.utf8) + id + Array(#","status":\#(response.status),"body":"#.utf8)
+        let isJSON = response.headers.contains {
+            $0.0.lowercased() == "content-type" && $0.1.hasPrefix("application/json")
+        }
+        if isJSON, !response.body.isEmpty {
+            out += response.body
+        } else if response.body.isEmpty {
+            out += Array("null".utf8)
+        } else {
+            out += Array(JSONWriter.quoted(String(decoding: response.body, as: UTF8.self)).utf8)
+        }
+        out.append(UInt8(ascii: "}"))
+        return out
+    }
+}

@@ -1,0 +1,435 @@
+import Foundation
+import PerchHTTP
+import Testing
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// RFC 6455's framing, without a socket.
+@Suite struct WebSocketFramingTests {
+    /// RFC 6455 section 1.3's example.
+    @Test func theAcceptValueIsTheRFCsExample() {
+        #expect(WebSocket.acceptValue(for: "dGhlIHNhbXBsZSBub25jZQ==") == "s3pPLMBiTxaQ9kYGzzhZRbK+xOo=")
+        #expect(WebSocket.isValidKey("dGhlIHNhbXBsZSBub25jZQ=="))
+        #expect(!WebSocket.isValidKey("short"))
+        #expect(!WebSocket.isValidKey("not base64 at all!!!!!!="))
+    }
+
+    /// RFC 6455 section 5.7's examples: a masked "Hello" and the three lengths' encodings.
+    @Test func framesReadAndWriteAsTheRFCsExamples() throws {
+        let masked: [UInt8] = [0x81, 0x85, 0x37, 0xFA, 0x21, 0x3D, 0x7F, 0x9F, 0x4D, 0x51, 0x58]
+        let read = try #require(try WebSocket.frame(in: masked, at: 0, masked: true, maximumPayload: 100))
+        #expect(read.frame == WebSocket.Frame(opcode: .text, payload: Array("Hello".utf8)))
+        #expect(read.next == masked.count)
+        var written: [UInt8] = []
+        WebSocket.append(.text, Array("Hello".utf8), mask: [0x37, 0xFA, 0x21, 0x3D], to: &written)
+        #expect(written == masked)
+        var unmasked: [UInt8] = []
+        WebSocket.append(.text, Array("Hello".utf8), to: &unmasked)
+        #expect(unmasked == [0x81, 0x05, 0x48, 0x65, 0x6C, 0x6C, 0x6F])
+        for count in [125, 126, 65_535, 65_536, 70_000] {
+            var frame: [UInt8] = []
+            let payload = [UInt8](repeating: 0x61, count: count)
+            WebSocket.append(.binary, payload, to: &frame)
+            #expect(frame.count == count + (count < 126 ? 2 : count <= 65_535 ? 4 : 10))
+            let back = try #require(try WebSocket.frame(in: frame, at: 0, masked: false, maximumPayload: 1 << 20))
+            #expect(back.frame.payload == payload)
+            // Cut short anywhere, it is not there yet.
+            #expect(
+                try WebSocket.frame(in: Array(frame.dropLast()), at: 0, masked: false, maximumPayload: 1 << 20) == nil)
+            #expect(
+                try WebSocket.frame(in: Array(frame.prefix(3)), at: 0, masked: false, maximumPayload: 1 << 20) == nil)
+        }
+    }
+
+    @Test func framesThatBreakTheProtocolAreRefusedWithTheirCloseCode() {
+        func code(_ bytes: [UInt8], masked: Bool = true, maximum: Int = 100) -> UInt16? {
+            do {
+                _ = try WebSocket.frame(in: bytes, at: 0, masked: masked, maximumPayload: maximum)
+                return nil
+            } catch { return error.code }
+        }
+        let mask: [UInt8] = [1, 2, 3, 4]
+        #expect(code([0x81, 0x00]) == 1002)  // a client's frame unmasked
+        #expect(code([0x81, 0x80] + mask, masked: false) == 1002)  // a server's frame masked
+        #expect(code([0xC1, 0x80] + mask) == 1002)  // a reserved bit
+        #expect(code([0x83, 0x80] + mask) == 1002)  // opcode 3 is reserved
+        #expect(code([0x09, 0x80] + mask) == 1002)  // a fragmented ping
+        #expect(code([0x89, 0xFE, 0x00, 0x7E] + mask) == 1002)  // a ping of 126 bytes
+        #expect(code([0x81, 0xFE, 0x01, 0x00] + mask) == 1009)  // 256 bytes against 100
+    }
+
+    @Test func theAssemblerJoinsFragmentsAndAnswersControlFramesBetweenThem() throws {
+        var assembler = WebSocket.Assembler(maximumMessage: 10)
+        #expect(try assembler.add(.init(fin: false, opcode: .text, payload: Array("Hel".utf8))) == nil)
+        #expect(try assembler.add(.init(opcode: .ping, payload: [7])) == .ping([7]))
+        #expect(try assembler.add(.init(fin: false, opcode: .continuation, payload: Array("lo ".utf8))) == nil)
+        #expect(
+            try assembler.add(.init(opcode: .continuation, payload: Array("you".utf8)))
+                == .text(Array("Hello you".utf8)))
+        #expect(try assembler.add(.init(opcode: .pong, payload: [])) == .pong)
+        #expect(
+            try assembler.add(.init(opcode: .close, payload: [0x03, 0xE8] + Array("bye".utf8))) == .close(1000, "bye"))
+        #expect(try assembler.add(.init(opcode: .close, payload: [])) == .close(nil, ""))
+
+        func refusal(_ frames: [WebSocket.Frame]) -> UInt16? {
+            var assembler = WebSocket.Assembler(maximumMessage: 10)
+            do {
+                for frame in frames { _ = try assembler.add(frame) }
+                return nil
+            } catch { return error.code }
+        }
+        #expect(refusal([.init(opcode: .binary, payload: [1])]) == 1003)
+        #expect(refusal([.init(opcode: .text, payload: [0xFF, 0xFE])]) == 1007)
+        #expect(refusal([.init(opcode: .continuation, payload: [0x61])]) == 1002)
+        #expect(
+            refusal([.init(fin: false, opcode: .text, payload: [0x61]), .init(opcode: .text, payload: [0x61])]) == 1002)
+        #expect(
+            refusal([
+                .init(fin: false, opcode: .text, payload: Array("123456".utf8)),
+                .init(opcode: .continuation, payload: Array("789012".utf8)),
+            ]) == 1009)
+        #expect(refusal([.init(opcode: .close, payload: [0x03])]) == 1002)
+        #expect(refusal([.init(opcode: .close, payload: [0x03, 0xED])]) == 1002)  // 1005 may not be sent
+        #expect(refusal([.init(opcode: .close, payload: [0x03, 0xE8, 0xFF])]) == 1007)
+    }
+}
+
+/// A WebSocket client over a plain socket, for the tests: the handshake, masked frames out, the
+/// server's frames in.
+final class WebSocketTestClient: @unchecked Sendable {
+    // Used from one test thread at a time.
+    let descriptor: Int32
+    var buffer: [UInt8] = []
+    /// The handshake's answer: the status line's code and the headers, lowercased names.
+    var status = 0
+    var headers: [String: String] = [:]
+
+    init(
+        port: UInt16, path: String = "/v3/ws", headers extra: [String: String], key: String = "dGhlIHNhbXBsZSBub25jZQ=="
+    )
+        throws
+    {
+        descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = port.bigEndian
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        let connected = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                connect(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+            }
+        }
+        guard connected == 0 else {
+            close(descriptor)
+            throw HTTPServerErrorForTests()
+        }
+        var request = "GET \(path) HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+        var handshake = [
+            "Upgrade": "websocket", "Connection": "Upgrade", "Sec-WebSocket-Key": key, "Sec-WebSocket-Version": "13",
+        ]
+        for (name, value) in extra { handshake[name] = value }
+        for (name, value) in handshake where !value.isEmpty { request += "\(name): \(value)\r\n" }
+        write(Array((request + "\r\n").utf8))
+        // The answer's head.
+        let separator: [UInt8] = [13, 10, 13, 10]
+        while true {
+            if let end = buffer.indices.first(where: { buffer[$0...].starts(with: separator) }) {
+                let head = String(decoding: buffer[..<end], as: UTF8.self).split(separator: "\r\n")
+                status = Int(head.first?.split(separator: " ").dropFirst().first ?? "") ?? 0
+                for line in head.dropFirst() {
+                    let parts = line.split(separator: ":", maxSplits: 1)
+                    if parts.count == 2 {
+                        headers[parts[0].lowercased()] = parts[1].trimmingCharacters(in: .whitespaces)
+                    }
+                }
+                buffer.removeFirst(end + 4)
+                return
+            }
+            guard fill(timeout: 5) else { throw HTTPServerErrorForTests() }
+        }
+    }
+
+    deinit { close(descriptor) }
+
+    func write(_ bytes: [UInt8]) {
+        var sent = 0
+        while sent < bytes.count {
+            let count = bytes[sent...].withUnsafeBytes {
+                Glibc.send(descriptor, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL))
+            }
+            guard count > 0 else { return }
+            sent += count
+        }
+    }
+
+    /// Sends one masked frame.
+    func send(_ opcode: WebSocket.Opcode, _ payload: [UInt8], fin: Bool = true) {
+        var frame: [UInt8] = []
+        WebSocket.append(opcode, payload, fin: fin, mask: (0..<4).map { _ in UInt8.random(in: 0...255) }, to: &frame)
+        write(frame)
+    }
+
+    func sendText(_ text: String) { send(.text, Array(text.utf8)) }
+
+    /// Reads more bytes, waiting at most `timeout` seconds; false at the end or on time.
+    func fill(timeout: Double) -> Bool {
+        var entry = pollfd(fd: descriptor, events: Int16(POLLIN), revents: 0)
+        guard poll(&entry, 1, Int32(timeout * 1000)) > 0 else { return false }
+        var chunk = [UInt8](repeating: 0, count: 65_536)
+        let count = chunk.withUnsafeMutableBytes { recv(descriptor, $0.baseAddress, $0.count, 0) }
+        guard count > 0 else { return false }
+        buffer += chunk[0..<count]
+        return true
+    }
+
+    /// The server's next frame, or nil when none came in `timeout` seconds or the socket closed.
+    func frame(timeout: Double = 5) -> WebSocket.Frame? {
+        let deadline = Date().addingTimeInterval(timeout)
+        while true {
+            if let (frame, next) = try? WebSocket.frame(in: buffer, at: 0, masked: false, maximumPayload: 1 << 24) {
+                buffer.removeFirst(next)
+                return frame
+            }
+            let left = deadline.timeIntervalSinceNow
+            guard left > 0, fill(timeout: left) else { return nil }
+        }
+    }
+
+    /// The next text message as JSON (control frames skipped), or nil.
+    func message(timeout: Double = 5) -> [String: Any]? {
+        while let frame = frame(timeout: timeout) {
+            guard frame.opcode == .text else {
+                if frame.opcode == .close { return nil }
+                continue
+            }
+            return (try? JSONSerialization.jsonObject(with: Data(frame.payload))) as? [String: Any]
+        }
+        return nil
+    }
+
+    /// Messages until `predicate` holds for one (returned with those before it), or nil on time.
+    func messages(until predicate: ([String: Any]) -> Bool, timeout: Double = 5) -> [[String: Any]]? {
+        var seen: [[String: Any]] = []
+        while let next = message(timeout: timeout) {
+            seen.append(next)
+            if predicate(next) { return seen }
+        }
+        return nil
+    }
+
+    /// Sends a request and reads until its answer: the answer, and the events that came before it.
+    func request(_ id: Int, _ method: String, _ path: String, body: String? = nil) -> (
+        answer: [String: Any]?, events: [[String: Any]]
+    ) {
+        sendText(#"{"id":\#(id),"method":"\#(method)","path":"\#(path)"\#(body.map { #","body":\#($0)"# } ?? "")}"#)
+        let seen = messages { $0["type"] as? String == "response" && $0["id"] as? Int == id } ?? []
+        return (
+            seen.last.flatMap { $0["type"] as? String == "response" ? $0 : nil },
+            seen.filter { $0["type"] as? String == "event" }
+        )
+    }
+}
+
+extension [String: Any] {
+    var status: Int? { self["status"] as? Int }
+    var errorCode: String? { ((self["body"] as? [String: Any])?["error"] as? [String: Any])?["code"] as? String }
+    var eventName: String? { self["event"] as? String }
+    var eventText: String? {
+        ((self["data"] as? [String: Any])?["message"] as? [String: Any])?["text"] as? String
+    }
+}
+
+@Suite struct WebSocketEndpointTests {
+    let user = ["apikey": apiKey, "onBehalfOf": "bob"]
+
+    @Test func aSocketCarriesTheCallersRequestsAndEventsButNotItsOwnMessages() async throws {
+        let replyBot = botFile(
+            """
+              - on: message
+                when: { text_matches: "^!ping (?<n>\\\\d+)$" }
+                do: [{ reply: "pong {n}" }]
+            """)
+        try await withHTTPChat(bots: ["pinger.yaml": replyBot]) { http in
+            let port = http.server.port
+            let user = user
+            let handshake = try await onThread { () -> Result<[String], any Error> in
+                Result {
+                    let client = try WebSocketTestClient(port: port, headers: user)
+                    defer { client.send(.close, WebSocket.closePayload(1000, "")) }
+                    let greeting = client.message()
+                    return [
+                        "\(client.status)", client.headers["upgrade"] ?? "-", client.headers["connection"] ?? "-",
+                        client.headers["sec-websocket-accept"] ?? "-", greeting?["type"] as? String ?? "-",
+                    ]
+                }
+            }.get()
+            #expect(handshake == ["101", "websocket", "Upgrade", "s3pPLMBiTxaQ9kYGzzhZRbK+xOo=", "session"])
+
+            let flow = await onThread { () -> Result<[String], any Error> in
+                Result {
+                    let client = try WebSocketTestClient(port: port, path: "/v3/ws?session=laptop", headers: user)
+                    var log: [String] = []
+                    log.append("greeting \(client.message()?["session"] as? String ?? "-")")
+                    // Bob's message: answered 200 with the message; the bot's reply comes as an
+                    // event; bob's own message does not (it was sent from this session).
+                    let sent = client.request(
+                        1, "POST", "/v3/messages",
+                        body: #"{"receiver":"room","receiverType":"group","data":{"text":"!ping 7"}}"#)
+                    let message = sent.answer?["body"] as? [String: Any]
+                    log.append(
+                        "answer \(sent.answer?.status ?? 0) \(((message?["data"] as? [String: Any])?["sender"] as? String) ?? "-")"
+                    )
+                    let reply = client.messages { $0.eventText == "pong 7" }
+                    log.append("events \((sent.events + (reply ?? [])).compactMap(\.eventText))")
+                    // Carol's message comes as an event.
+                    log.append(
+                        "listed \(client.request(2, "GET", "/v3/groups/room/messages?limit=2").answer?.status ?? 0)")
+                    return log
+                }
+            }
+            #expect(
+                try flow.get() == [
+                    "greeting laptop", "answer 200 bob", "events [\"pong 7\"]", "listed 200",
+                ])
+        }
+    }
+
+    @Test func requestsAreAnsweredInOrderWithTheirIdsAndRefusalsKeepTheSocketOpen() async throws {
+        try await withHTTPChat { http in
+            let port = http.server.port
+            let user = user
+            let answers = try await onThread { () -> Result<[String], any Error> in
+                Result {
+                    let client = try WebSocketTestClient(port: port, headers: user)
+                    _ = client.message()
+                    // Ten sends written at once: answered in order, stored in order.
+                    for index in 0..<10 {
+                        client.sendText(
+                            #"{"id":"s\#(index)","method":"POST","path":"/v3/messages","body":{"receiver":"room","receiverType":"group","data":{"text":"m\#(index)"}}}"#
+                        )
+                    }
+                    var log: [String] = []
+                    let ids = (0..<10).compactMap { _ in
+                        client.messages { $0["type"] as? String == "response" }?.last?["id"] as? String
+                    }
+                    log.append(ids.joined(separator: ","))
+                    // Refusals: a typed error each, the socket still open.
+                    client.sendText("not json")
+                    log.append("\(client.message()?.errorCode ?? "-")")
+                    log.append(
+                        "\(client.request(3, "POST", "/v3/messages", body: #"{"receiver":"room","receiverType":"group","data":{"text":""}}"#).answer?.errorCode ?? "-")"
+                    )
+                    log.append("\(client.request(4, "GET", "/v3/events").answer?.errorCode ?? "-")")
+                    log.append(
+                        "\(client.request(5, "POST", "/v3/users", body: #"{"uid":"x","name":"X"}"#).answer?.errorCode ?? "-")"
+                    )
+                    log.append("\(client.request(6, "GET", "/v3/nowhere").answer?.status ?? 0)")
+                    log.append("\(client.request(7, "GET", "/healthz").answer?["body"] as? String ?? "-")")
+                    return log
+                }
+            }.get()
+            #expect(answers[0] == (0..<10).map { "s\($0)" }.joined(separator: ","))
+            #expect(
+                Array(answers.dropFirst()) == [
+                    "ERR_BAD_REQUEST", "ERR_EMPTY_MESSAGE_TEXT", "ERR_BAD_REQUEST", "AUTH_ERR_APIKEY_NOT_FOUND", "404",
+                    "ok\n",
+                ])
+            let stored = try await http.call("GET", "/v3/groups/room/messages?limit=10", as: .user("bob"))
+            #expect(stored.list.compactMap { $0["text"] as? String } == (0..<10).map { "m\($0)" })
+        }
+    }
+
+    @Test func handshakesThatAreNotWebSocketsAreRefused() async throws {
+        try await withHTTPChat { http in
+            let port = http.server.port
+            let user = user
+            let statuses = try await onThread { () -> Result<[Int], any Error> in
+                Result {
+                    [
+                        try WebSocketTestClient(port: port, headers: user.merging(["Upgrade": ""]) { $1 }).status,
+                        try WebSocketTestClient(
+                            port: port, headers: user.merging(["Sec-WebSocket-Version": "8"]) { $1 }
+                        )
+                        .status,
+                        try WebSocketTestClient(port: port, headers: user, key: "short").status,
+                        try WebSocketTestClient(port: port, headers: user.merging(["Connection": "keep-alive"]) { $1 })
+                            .status,
+                        try WebSocketTestClient(port: port, headers: [:]).status,
+                        try WebSocketTestClient(port: port, headers: ["apikey": "wrong"]).status,
+                    ]
+                }
+            }.get()
+            #expect(statuses == [426, 426, 400, 400, 401, 401])
+            // The plain request names what is wrong.
+            let plain = try await http.call("GET", "/v3/ws", as: .user("bob"))
+            #expect(plain.status == 426)
+            #expect(plain.errorCode == "ERR_BAD_REQUEST")
+        }
+    }
+
+    @Test func theSocketAnswersPingsAndClosesOnProtocolErrors() async throws {
+        try await withHTTPChat { http in
+            let port = http.server.port
+            let user = user
+            let closes = try await onThread { () -> Result<[String], any Error> in
+                Result {
+                    var log: [String] = []
+                    let client = try WebSocketTestClient(port: port, headers: user)
+                    _ = client.message()
+                    client.send(.ping, Array("hi".utf8))
+                    let pong = client.frame()
+                    log.append("\(pong?.opcode == .pong) \(String(decoding: pong?.payload ?? [], as: UTF8.self))")
+                    client.send(.close, WebSocket.closePayload(1000, "done"))
+                    log.append(closeCode(client))
+                    for bad: (WebSocket.Opcode, [UInt8], Bool) in [
+                        (.binary, [1, 2], true), (.text, [0xFF], true), (.continuation, [0x61], true),
+                        (.text, [UInt8](repeating: 0x61, count: 80 * 1024), true),
+                    ] {
+                        let client = try WebSocketTestClient(port: port, headers: user)
+                        _ = client.message()
+                        client.send(bad.0, bad.1, fin: bad.2)
+                        log.append(closeCode(client))
+                    }
+                    // An unmasked frame.
+                    let unmasked = try WebSocketTestClient(port: port, headers: user)
+                    _ = unmasked.message()
+                    var frame: [UInt8] = []
+                    WebSocket.append(.text, Array("{}".utf8), to: &frame)
+                    unmasked.write(frame)
+                    log.append(closeCode(unmasked))
+                    return log
+                }
+            }.get()
+            #expect(closes == ["true hi", "1000", "1003", "1007", "1002", "1009", "1002"])
+        }
+    }
+
+    @Test func stoppingTheServerClosesItsSocketsGoingAway() async throws {
+        try await withHTTPChat { http in
+            let port = http.server.port
+            let user = user
+            let client = try await onThread { () -> Result<WebSocketTestClient, any Error> in
+                Result {
+                    let client = try WebSocketTestClient(port: port, headers: user)
+                    _ = client.message()
+                    return client
+                }
+            }.get()
+            let server = http.server
+            await onThread { server.stop() }
+            #expect(await onThread { closeCode(client) } == "1001")
+        }
+    }
+}
+
+/// The close code of the server's next close frame (other frames skipped), or "none".
+func closeCode(_ client: WebSocketTestClient) -> String {
+    while let frame = client.frame() {
+        if frame.opcode == .close, frame.payload.count >= 2 {
+            return String(UInt16(frame.payload[0]) << 8 | UInt16(frame.payload[1]))
+        }
+    }
+    return "none"
+}

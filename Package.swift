@@ -83,7 +83,9 @@ let package = Package(
         // peers-v1 against errbot, opsdroid and maubot (`make bench`; shared/bench/peers).
         .executableTarget(
             name: "PerchPeersBench",
-            dependencies: ["PerchHost", "PerchConfig", "PerchService", "PerchChat", "PerchLock", "CCrypto"]),
+            dependencies: [
+                "PerchHost", "PerchConfig", "PerchService", "PerchChat", "PerchLock", "PerchHTTP", "CCrypto",
+            ]),
         // The child process of the store's crash test.
         .executableTarget(name: "PerchStoreProbe", dependencies: ["PerchService", "PerchSQLite", "PerchChat"]),
 

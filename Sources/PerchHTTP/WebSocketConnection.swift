@@ -42,6 +42,8 @@ final class WebSocketConnection: UpgradedConnection, @unchecked Sendable {
     static let outboxLimit = 4 << 20
     /// Requests waiting for the one being answered.
     static let queuedLimit = 256
+    /// Past this many bytes waiting, they are sent before more jobs run.
+    static let flushSize = 64 << 10
 
     init(session: any WebSocketSession, maximumMessage: Int, heartbeat: Duration) {
         self.session = session
@@ -69,6 +71,10 @@ final class WebSocketConnection: UpgradedConnection, @unchecked Sendable {
     func run(socket: Int32, extra: [UInt8]) {
         let flags = fcntl(socket, F_GETFL)
         _ = fcntl(socket, F_SETFL, flags | O_NONBLOCK)
+        // Each answer and event goes out at once: with Nagle's algorithm an event written right
+        // after an answer waits for the client's (delayed, 40 ms) acknowledgement of the answer.
+        var one: Int32 = 1
+        _ = setsockopt(socket, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
         var loop = Loop(connection: self, socket: socket, inbound: extra)
         sendText(session.greeting)
         let stopEvents = session.followEvents(on: executor) { [weak self] message in self?.sendText(message) }
@@ -100,11 +106,15 @@ final class WebSocketConnection: UpgradedConnection, @unchecked Sendable {
             assembler = WebSocket.Assembler(maximumMessage: connection.maximumMessage)
         }
 
+        /// Runs jobs until there are none (or enough to send), then sends what they made in one
+        /// write: an answer and the events its request brought back (a bot's reply) reach the
+        /// client together, one wake of the client instead of one each (as Redis writes its
+        /// replies before it sleeps).
         mutating func run() {
             let executor = connection.executor
             readFrames()
+            var rounds = 0
             while !gone {
-                executor.drainWake()
                 let (answered, stopping, backlog) = connection.shared.withLock { shared in
                     defer { shared.answered = false }
                     return (shared.answered, shared.stopping, shared.outbox.count)
@@ -116,6 +126,11 @@ final class WebSocketConnection: UpgradedConnection, @unchecked Sendable {
                 if stopping, !closing { close(WebSocket.CloseCode.goingAway, "the server is stopping") }
                 if !answering, !closing, !requests.isEmpty { start(requests.removeFirst()) }
                 let ran = backlog < WebSocketConnection.outboxLimit && executor.running { executor.runPending() }
+                if ran, rounds < 64, backlog < WebSocketConnection.flushSize {
+                    rounds += 1
+                    continue
+                }
+                rounds = 0
                 flush()
                 if closing, connection.shared.withLock({ $0.outbox.isEmpty }) || gone { break }
                 if ran { continue }
@@ -126,7 +141,12 @@ final class WebSocketConnection: UpgradedConnection, @unchecked Sendable {
         /// Sleeps until the socket has bytes (or room for ours), the executor has work, or the
         /// heartbeat is due; reads what came.
         mutating func wait() {
-            let pending = connection.shared.withLock { !$0.outbox.isEmpty }
+            guard connection.executor.prepareToSleep() else { return }
+            defer { connection.executor.awake() }
+            let (pending, answered, stopping) = connection.shared.withLock {
+                (!$0.outbox.isEmpty, $0.answered, $0.stopping)
+            }
+            guard !answered, !stopping else { return }
             let reading = !closing && requests.count < WebSocketConnection.queuedLimit
             var descriptors = [
                 pollfd(

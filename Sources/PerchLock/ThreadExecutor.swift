@@ -15,9 +15,10 @@ public final class ThreadExecutor: TaskExecutor, @unchecked Sendable {
     public init() { wake = Wake(descriptor: -1) }
 
     /// An executor whose owner sleeps in poll(2) beside other descriptors (a WebSocket's thread,
-    /// which also waits for its socket): a job or a ``signal()`` makes ``wakeDescriptor`` readable;
-    /// the owner calls ``drainWake()`` before it looks for work. ``waitForWork(until:)`` is not
-    /// for such an owner.
+    /// which also waits for its socket): between ``prepareToSleep()`` and ``awake()`` a job or a
+    /// ``signal()`` makes ``wakeDescriptor`` readable (while the owner is awake they write
+    /// nothing: it looks at its queue before it sleeps). ``waitForWork(until:)`` is not for such
+    /// an owner.
     public init(pollable: Void) {
         let descriptor = perch_eventfd()
         precondition(descriptor >= 0, "eventfd failed: errno \(errno)")
@@ -25,9 +26,11 @@ public final class ThreadExecutor: TaskExecutor, @unchecked Sendable {
     }
 
     /// The queue: each job with the executor it runs as (nil: this one); how many jobs other
-    /// executors' tasks had queued here (``JoiningExecutor``); whether the owner is done.
-    private let state = Lock<(jobs: [(job: UnownedJob, executor: UnownedTaskExecutor?)], joined: Int, stopped: Bool)>(
-        ([], 0, false))
+    /// executors' tasks had queued here (``JoiningExecutor``); whether the owner is done; whether
+    /// an owner in poll(2) sleeps (``prepareToSleep()``: only then does a job write the eventfd).
+    private let state = Lock<
+        (jobs: [(job: UnownedJob, executor: UnownedTaskExecutor?)], joined: Int, stopped: Bool, sleeping: Bool)
+    >(([], 0, false, false))
     private let wake: Wake
 
     /// Wakes the owner: a semaphore, or an eventfd for an owner in poll(2).
@@ -70,18 +73,31 @@ public final class ThreadExecutor: TaskExecutor, @unchecked Sendable {
         // (Signalling through `self` after the lock crashed a loopback run under load: the semaphore
         // was freed in between. Signalling under the lock made the woken owner sleep again at once,
         // on the lock the signaller still held: perf counted it in a pipelined burst.)
-        let wake = state.withLock { state -> Wake? in
-            guard !state.stopped else { return nil }
+        // An owner in poll(2) that is awake looks at its queue before it sleeps: no write then.
+        let queued = state.withLock { state -> (queued: Bool, wake: Wake?) in
+            guard !state.stopped else { return (false, nil) }
             if let limit {
-                guard state.joined < limit else { return nil }
+                guard state.joined < limit else { return (false, nil) }
                 state.joined += 1
             }
             state.jobs.append((job, executor))
-            return self.wake
+            return (true, Self.wakes(&state, self.wake))
         }
-        guard let wake else { return false }
-        wake.signal()
-        return true
+        queued.wake?.signal()
+        return queued.queued
+    }
+
+    /// The wake to signal: the semaphore always; the eventfd only when its owner sleeps.
+    private static func wakes(
+        _ state:
+            inout (
+                jobs: [(job: UnownedJob, executor: UnownedTaskExecutor?)], joined: Int, stopped: Bool, sleeping: Bool
+            ), _ wake: Wake
+    ) -> Wake? {
+        guard wake.descriptor >= 0 else { return wake }
+        guard state.sleeping else { return nil }
+        state.sleeping = false
+        return wake
     }
 
     /// Runs the jobs queued so far, on this thread, as `executor`'s (this one when nil: an owner
@@ -97,8 +113,12 @@ public final class ThreadExecutor: TaskExecutor, @unchecked Sendable {
         return !jobs.isEmpty
     }
 
-    /// Wakes `waitForWork` (the owner has something else to look at).
-    public func signal() { wake.signal() }
+    /// Wakes `waitForWork`, or an owner in poll(2) (the owner has something else to look at: it
+    /// must look after ``prepareToSleep()``, which a signal before it does not cancel).
+    public func signal() {
+        let wake = state.withLock { Self.wakes(&$0, self.wake) }
+        wake?.signal()
+    }
 
     /// Sleeps until a job or a `signal` comes, or `deadline` passes (then false).
     @discardableResult
@@ -109,8 +129,21 @@ public final class ThreadExecutor: TaskExecutor, @unchecked Sendable {
     /// The descriptor a job or a ``signal()`` makes readable (``init(pollable:)``), or nil.
     public var wakeDescriptor: Int32? { wake.descriptor >= 0 ? wake.descriptor : nil }
 
-    /// Consumes the signals so far, so ``wakeDescriptor`` is readable again only for later ones.
-    public func drainWake() {
+    /// For an owner in poll(2): from now on jobs and signals write the eventfd, until
+    /// ``awake()``. False (and nothing changes) when jobs wait already. The owner looks at its
+    /// other work after this and before it polls.
+    public func prepareToSleep() -> Bool {
+        state.withLock { state in
+            guard state.jobs.isEmpty else { return false }
+            state.sleeping = true
+            return true
+        }
+    }
+
+    /// For an owner in poll(2), back from it: jobs and signals no longer write the eventfd, and
+    /// what they wrote is consumed.
+    public func awake() {
+        state.withLock { $0.sleeping = false }
         var count: UInt64 = 0
         if wake.descriptor >= 0 { _ = Glibc.read(wake.descriptor, &count, 8) }
     }

@@ -35,7 +35,11 @@ final class HTTPConnection: @unchecked Sendable {
     deinit { close(descriptor) }
 
     func write(_ text: String) throws {
-        var bytes = Array(text.utf8)[...]
+        try write(bytes: Array(text.utf8))
+    }
+
+    func write(bytes frame: [UInt8]) throws {
+        var bytes = frame[...]
         while !bytes.isEmpty {
             let written = bytes.withUnsafeBytes { Glibc.write(descriptor, $0.baseAddress, $0.count) }
             guard written > 0 else { throw BenchError("write failed: errno \(errno)") }
@@ -72,6 +76,15 @@ final class HTTPConnection: @unchecked Sendable {
 
     /// Whether received bytes wait to be consumed.
     var hasBufferedBytes: Bool { start < buffer.count }
+
+    /// The received bytes not consumed yet, which are no longer this connection's to read.
+    func takeBuffered() -> [UInt8] {
+        defer {
+            buffer = []
+            start = 0
+        }
+        return Array(buffer[start...])
+    }
 
     /// Waits until the socket has bytes to read (or is closed), at most `milliseconds`; false when
     /// the time passed.
@@ -358,10 +371,21 @@ func freePort() throws -> UInt16 {
     return UInt16(bigEndian: address.sin_port)
 }
 
+/// How the loopback bench's person talks to `perch run`.
+enum LoopbackTransport: String {
+    /// `POST /v3/messages` on keep-alive connections; replies from the SSE stream.
+    case http
+    /// One WebSocket (`GET /v3/ws`) for the posts, their answers and the replies.
+    case websocket
+}
+
 /// peers-v1 over the HTTP API: `perch run` on the bench configuration in a child process; the
-/// person posts with `POST /v3/messages` and the replies are read from the person's SSE stream.
-/// Startup counts from spawning `perch`; peak RSS is the server's, from `wait4`.
-func runLoopback(_ options: Options, perch: String, configPath: String) async throws -> [String: Any] {
+/// person posts with `POST /v3/messages` and the replies are read from the person's SSE stream,
+/// or both go over one WebSocket. Startup counts from spawning `perch`; peak RSS is the server's,
+/// from `wait4`.
+func runLoopback(_ options: Options, perch: String, configPath: String, transport: LoopbackTransport) async throws
+    -> [String: Any]
+{
     let directory = FileManager.default.temporaryDirectory.appendingPathComponent("perch-peers-\(UUID().uuidString)")
         .path
     defer {
@@ -401,6 +425,13 @@ func runLoopback(_ options: Options, perch: String, configPath: String) async th
     }
     guard ready else { throw BenchError("perch did not become ready") }
     let router = ReplyRouter()
+    if transport == .websocket {
+        let injector = try WebSocketInjector(port: port, key: key, router: router)
+        var result = try await runPhases(options, injector: injector, router: router, spawnedAt: spawnedAt)
+        result.merge(stop(pid)) { $1 }
+        result["client_transport"] = "websocket"
+        return result
+    }
     let subscribed = Mutex<CheckedContinuation<String, Never>?>(nil)
     let isConnected = Mutex(false)
     let reader = Mutex<EventStreamReader?>(nil)
@@ -430,17 +461,23 @@ func runLoopback(_ options: Options, perch: String, configPath: String) async th
         lanes: max(1, Int(environment["PERCH_BENCH_LANES"] ?? "") ?? 4),
         depth: max(1, Int(environment["PERCH_BENCH_DEPTH"] ?? "") ?? 16))
     var result = try await runPhases(options, injector: injector, router: router, spawnedAt: spawnedAt)
+    result.merge(stop(pid)) { $1 }
+    result["client_lanes"] = injector.lanes
+    result["client_pipeline_depth"] = injector.depth
+    return result
+}
+
+/// Stops `perch` and answers its peak RSS and CPU time.
+func stop(_ pid: pid_t) -> [String: Any] {
     kill(pid, SIGTERM)
     var usage = rusage()
     var exitStatus: Int32 = 0
     _ = wait4(pid, &exitStatus, 0, &usage)
-    result["server_maxrss_kb"] = usage.ru_maxrss
-    result["server_cpu_s"] =
-        Double(usage.ru_utime.tv_sec) + Double(usage.ru_utime.tv_usec) / 1e6 + Double(usage.ru_stime.tv_sec)
-        + Double(usage.ru_stime.tv_usec) / 1e6
-    result["client_lanes"] = injector.lanes
-    result["client_pipeline_depth"] = injector.depth
-    return result
+    return [
+        "server_maxrss_kb": usage.ru_maxrss,
+        "server_cpu_s": Double(usage.ru_utime.tv_sec) + Double(usage.ru_utime.tv_usec) / 1e6
+            + Double(usage.ru_stime.tv_sec) + Double(usage.ru_stime.tv_usec) / 1e6,
+    ]
 }
 
 /// Calls `body` with a NULL-terminated C array of `strings`.

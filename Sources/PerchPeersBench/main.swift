@@ -2,7 +2,8 @@
 // `launch.py` runs it and `aggregate.py` puts it in the peers' table.
 //
 //   PerchPeersBench [--n 10000] [--out FILE] [--variant NAME] [--phases burst,closed]
-//                   [--loopback PATH_TO_PERCH] [--config bench/peers-v1/config.yaml]
+//                   [--loopback PATH_TO_PERCH [--transport http|websocket]]
+//                   [--config bench/peers-v1/config.yaml]
 import Foundation
 import PerchHost
 
@@ -12,6 +13,7 @@ let spawnedAt = ProcessInfo.processInfo.environment["BENCH_SPAWN_NS"].flatMap(UI
 var options = Options()
 var configPath = "bench/peers-v1/config.yaml"
 var loopback: String?
+var transport = LoopbackTransport.http
 var arguments = CommandLine.arguments.dropFirst()
 while let flag = arguments.popFirst() {
     guard let value = arguments.popFirst() else {
@@ -28,6 +30,12 @@ while let flag = arguments.popFirst() {
     case "--phases": options.phases = value.split(separator: ",").map(String.init)
     case "--config": configPath = value
     case "--loopback": loopback = value
+    case "--transport":
+        guard let chosen = LoopbackTransport(rawValue: value) else {
+            FileHandle.standardError.write(Data("PerchPeersBench: --transport is http or websocket\n".utf8))
+            exit(64)
+        }
+        transport = chosen
     default:
         FileHandle.standardError.write(Data("PerchPeersBench: unknown option \(flag)\n".utf8))
         exit(64)
@@ -36,11 +44,13 @@ while let flag = arguments.popFirst() {
 do {
     let result: [String: Any]
     if let loopback {
-        result = try await runLoopback(options, perch: loopback, configPath: configPath)
+        result = try await runLoopback(options, perch: loopback, configPath: configPath, transport: transport)
     } else {
         result = try await runInProcess(options, configPath: configPath, spawnedAt: spawnedAt)
     }
-    let variant = options.variant != "default" ? options.variant : (loopback == nil ? "default" : "http-loopback")
+    let variant =
+        options.variant != "default"
+        ? options.variant : (loopback == nil ? "default" : transport == .http ? "http-loopback" : "websocket-loopback")
     let final = finish(result, options: options, variant: variant)
     if options.out == "-" {
         try writeResult(final, to: "/dev/stdout")

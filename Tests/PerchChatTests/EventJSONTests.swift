@@ -131,4 +131,22 @@ import Testing
         let deepest = String(repeating: "[", count: limit) + String(repeating: "]", count: limit)
         #expect(try JSONReader.read(deepest) { try $0.value() } != .null)
     }
+
+    /// Skipping checks a value as reading it does, and tells where its bytes are.
+    @Test func skippingAValueChecksItAndTellsWhereItIs() throws {
+        let text = #"{"id": "a\"b", "body": {"x": [1, 2.5, true, null, {"y": "z"}]}, "n": -3e2}"#
+        var ranges: [String: Range<Int>] = [:]
+        try JSONReader.read(text) { reader in try reader.object { reader, key in ranges[key] = try reader.skipValue() }
+        }
+        let bytes = Array(text.utf8)
+        #expect(
+            ranges.mapValues { String(decoding: bytes[$0], as: UTF8.self) } == [
+                "id": #""a\"b""#, "body": #"{"x": [1, 2.5, true, null, {"y": "z"}]}"#, "n": "-3e2",
+            ])
+        for bad in ["[1,]", #"{"a" 1}"#, "tru", "nul", "[1 2]", #""open"#, "{\"a\":}"] {
+            #expect(throws: JSONReader.Failure.self, "\(bad)") { try JSONReader.read(bad) { try $0.skip() } }
+        }
+        let deep = String(repeating: "[", count: JSONReader.maximumDepth + 1)
+        #expect(throws: JSONReader.Failure.self) { try JSONReader.read(deep) { try $0.skip() } }
+    }
 }

@@ -38,6 +38,49 @@ import Testing
         for _ in 0..<200 where !outlived.isSet { try await Task.sleep(for: .milliseconds(10)) }
         #expect(outlived.isSet)
     }
+
+    /// An owner that sleeps in poll(2) is woken through the eventfd by a job or a signal that
+    /// comes while it sleeps; while it is awake nothing is written (it looks at its queue first).
+    @Test func aPollingOwnerIsWokenThroughItsDescriptorOnlyWhileItSleeps() async throws {
+        let executor = ThreadExecutor(pollable: ())
+        let descriptor = try #require(executor.wakeDescriptor)
+        func readable() -> Bool {
+            var entry = pollfd(fd: descriptor, events: Int16(POLLIN), revents: 0)
+            return poll(&entry, 1, 0) > 0
+        }
+        #expect(ThreadExecutor().wakeDescriptor == nil)
+        // Awake: a job queues without a write.
+        let ran = Flag()
+        Task(executorPreference: executor) { ran.set() }
+        try await Task.sleep(for: .milliseconds(20))
+        #expect(!readable())
+        // Jobs wait: the owner may not sleep.
+        #expect(!executor.prepareToSleep())
+        #expect(executor.runPending())
+        #expect(ran.isSet)
+        // Asleep: a signal writes once; back awake, it is consumed.
+        #expect(executor.prepareToSleep())
+        executor.signal()
+        #expect(readable())
+        executor.awake()
+        #expect(!readable())
+        executor.signal()
+        #expect(!readable())
+        // Asleep: a job wakes it.
+        #expect(executor.prepareToSleep())
+        let second = Flag()
+        Task(executorPreference: executor) { second.set() }
+        var woke = false
+        for _ in 0..<100 where !woke {
+            woke = readable()
+            if !woke { try await Task.sleep(for: .milliseconds(5)) }
+        }
+        #expect(woke)
+        executor.awake()
+        #expect(executor.runPending())
+        #expect(second.isSet)
+        executor.stop()
+    }
 }
 
 private final class Flag: Sendable {
@@ -171,4 +214,5 @@ struct ThreadNamePlugin: BotPlugin {
     func handle(_ context: BotContext) async throws {
         try await context.reply(currentThreadName())
     }
+
 }

@@ -269,8 +269,19 @@ public struct JSONReader {
         }
     }
 
-    /// Reads past one value of any kind.
-    public mutating func skip() throws { _ = try value() }
+    /// Reads past one value of any kind, checking it as ``value()`` does without building it.
+    public mutating func skip() throws {
+        skipWhitespace()
+        switch peek {
+        case UInt8(ascii: "\""): _ = try string()
+        case UInt8(ascii: "{"): try object { reader, _ in try reader.skip() }
+        case UInt8(ascii: "["): try array { try $0.skip() }
+        case UInt8(ascii: "t"), UInt8(ascii: "f"): _ = try bool()
+        case UInt8(ascii: "n"):
+            guard null() else { throw failure("a value") }
+        default: _ = try double()
+        }
+    }
 
     /// Reads past one value of any kind and answers where its bytes are (offsets into the UTF-8
     /// of the text read), to hand them on as they are.

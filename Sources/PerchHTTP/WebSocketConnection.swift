@@ -40,8 +40,10 @@ final class WebSocketConnection: UpgradedConnection, @unchecked Sendable {
     private let shared = Lock<(outbox: [UInt8], answered: Bool, stopping: Bool)>(([], false, false))
     /// Past this many bytes waiting to be sent, the loop runs no more jobs until the client reads.
     static let outboxLimit = 4 << 20
-    /// Requests waiting for the one being answered.
+    /// Requests waiting for the one being answered: past this many, or past this many bytes of
+    /// bodies (at least one request's worth), the socket is not read until they are answered.
     static let queuedLimit = 256
+    static let queuedBytesLimit = 4 << 20
     /// Past this many bytes waiting, they are sent before more jobs run.
     static let flushSize = 64 << 10
 
@@ -90,6 +92,7 @@ final class WebSocketConnection: UpgradedConnection, @unchecked Sendable {
         var inbound: [UInt8]
         var assembler: WebSocket.Assembler
         var requests: [HTTPRequestFrame] = []
+        var queuedBytes = 0
         var answering = false
         /// Sent our close frame: nothing more is read or answered.
         var closing = false
@@ -124,7 +127,11 @@ final class WebSocketConnection: UpgradedConnection, @unchecked Sendable {
                     executor.resetJoined()
                 }
                 if stopping, !closing { close(WebSocket.CloseCode.goingAway, "the server is stopping") }
-                if !answering, !closing, !requests.isEmpty { start(requests.removeFirst()) }
+                if !answering, !closing, !requests.isEmpty {
+                    let next = requests.removeFirst()
+                    queuedBytes -= next.http.body.count
+                    start(next)
+                }
                 let ran = backlog < WebSocketConnection.outboxLimit && executor.running { executor.runPending() }
                 if ran, rounds < 64, backlog < WebSocketConnection.flushSize {
                     rounds += 1
@@ -147,7 +154,9 @@ final class WebSocketConnection: UpgradedConnection, @unchecked Sendable {
                 (!$0.outbox.isEmpty, $0.answered, $0.stopping)
             }
             guard !answered, !stopping else { return }
-            let reading = !closing && requests.count < WebSocketConnection.queuedLimit
+            let reading =
+                !closing && requests.count < WebSocketConnection.queuedLimit
+                && queuedBytes < max(WebSocketConnection.queuedBytesLimit, connection.maximumMessage)
             var descriptors = [
                 pollfd(
                     fd: socket, events: Int16(reading ? POLLIN : 0) | Int16(pending ? POLLOUT : 0), revents: 0),
@@ -213,7 +222,9 @@ final class WebSocketConnection: UpgradedConnection, @unchecked Sendable {
             switch message {
             case .text(let bytes):
                 switch HTTPRequestFrame.parse(bytes) {
-                case .success(let request): requests.append(request)
+                case .success(let request):
+                    requests.append(request)
+                    queuedBytes += request.http.body.count
                 case .failure(let error): connection.sendText(error.responseMessage)
                 }
             case .ping(let payload):

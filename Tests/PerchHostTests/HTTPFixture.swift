@@ -106,18 +106,7 @@ final class SSEClient: @unchecked Sendable {
 
     /// Connects; with a `path`, asks for that event stream (HTTP/1.0: the body is the stream).
     init(port: UInt16, path: String?, headers: [String: String]) throws {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = port.bigEndian
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        let connected = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
-            }
-        }
-        guard connected == 0 else { throw HTTPServerErrorForTests() }
-        handle = FileHandle(fileDescriptor: fd, closeOnDealloc: true)
+        handle = FileHandle(fileDescriptor: try connectLoopback(port: port), closeOnDealloc: true)
         guard let path else { return }
         var request = "GET \(path) HTTP/1.0\r\nHost: 127.0.0.1\r\nAccept: text/event-stream\r\n"
         for (name, value) in headers { request += "\(name): \(value)\r\n" }
@@ -196,6 +185,25 @@ final class SSEClient: @unchecked Sendable {
 }
 
 struct HTTPServerErrorForTests: Error {}
+
+/// A TCP socket connected to 127.0.0.1:`port`.
+func connectLoopback(port: UInt16) throws -> Int32 {
+    let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    var address = sockaddr_in()
+    address.sin_family = sa_family_t(AF_INET)
+    address.sin_port = port.bigEndian
+    address.sin_addr.s_addr = inet_addr("127.0.0.1")
+    let connected = withUnsafePointer(to: &address) {
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+            connect(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+        }
+    }
+    guard connected == 0 else {
+        close(descriptor)
+        throw HTTPServerErrorForTests()
+    }
+    return descriptor
+}
 
 /// Runs blocking work (socket reads) on a thread of its own, never on the concurrency pool, whose
 /// two threads on this machine every other test's host needs.

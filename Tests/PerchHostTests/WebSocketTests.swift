@@ -111,20 +111,7 @@ final class WebSocketTestClient: @unchecked Sendable {
     )
         throws
     {
-        descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = port.bigEndian
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        let connected = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                connect(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
-            }
-        }
-        guard connected == 0 else {
-            close(descriptor)
-            throw HTTPServerErrorForTests()
-        }
+        descriptor = try connectLoopback(port: port)
         var request = "GET \(path) HTTP/1.1\r\nHost: 127.0.0.1\r\n"
         var handshake = [
             "Upgrade": "websocket", "Connection": "Upgrade", "Sec-WebSocket-Key": key, "Sec-WebSocket-Version": "13",

@@ -132,7 +132,10 @@ final class WebSocketConnection: UpgradedConnection, @unchecked Sendable {
                     queuedBytes -= next.http.body.count
                     start(next)
                 }
-                let ran = backlog < WebSocketConnection.outboxLimit && executor.running { executor.runPending() }
+                // A client that does not read holds its socket's jobs back (the event loop's
+                // next page among them) until it has taken most of what waits for it.
+                let holding = backlog >= WebSocketConnection.outboxLimit
+                let ran = !holding && executor.running { executor.runPending() }
                 if ran, rounds < 64, backlog < WebSocketConnection.flushSize {
                     rounds += 1
                     continue
@@ -141,19 +144,20 @@ final class WebSocketConnection: UpgradedConnection, @unchecked Sendable {
                 flush()
                 if closing, connection.shared.withLock({ $0.outbox.isEmpty }) || gone { break }
                 if ran { continue }
-                wait()
+                wait(holdingJobs: holding)
             }
         }
 
         /// Sleeps until the socket has bytes (or room for ours), the executor has work, or the
-        /// heartbeat is due; reads what came.
-        mutating func wait() {
-            guard connection.executor.prepareToSleep() else { return }
+        /// heartbeat is due; reads what came. Once the server stops, a socket that takes nothing
+        /// for 100 ms is given up.
+        mutating func wait(holdingJobs: Bool) {
+            guard connection.executor.prepareToSleep(holdingJobs: holdingJobs) else { return }
             defer { connection.executor.awake() }
             let (pending, answered, stopping) = connection.shared.withLock {
                 (!$0.outbox.isEmpty, $0.answered, $0.stopping)
             }
-            guard !answered, !stopping else { return }
+            guard !answered, !(stopping && !closing) else { return }
             let reading =
                 !closing && requests.count < WebSocketConnection.queuedLimit
                 && queuedBytes < max(WebSocketConnection.queuedBytesLimit, connection.maximumMessage)
@@ -162,10 +166,14 @@ final class WebSocketConnection: UpgradedConnection, @unchecked Sendable {
                     fd: socket, events: Int16(reading ? POLLIN : 0) | Int16(pending ? POLLOUT : 0), revents: 0),
                 pollfd(fd: connection.executor.wakeDescriptor!, events: Int16(POLLIN), revents: 0),
             ]
-            let milliseconds = Int32(clamping: connection.heartbeat.components.seconds * 1000)
+            let milliseconds = stopping ? 100 : Int32(clamping: connection.heartbeat.components.seconds * 1000)
             let ready = poll(&descriptors, 2, milliseconds)
             if ready == 0 {
-                heartbeat()
+                if stopping {
+                    gone = true
+                } else {
+                    heartbeat()
+                }
                 return
             }
             if descriptors[0].revents & Int16(POLLIN | POLLHUP | POLLERR) != 0 { read() }

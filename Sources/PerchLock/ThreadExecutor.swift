@@ -130,11 +130,12 @@ public final class ThreadExecutor: TaskExecutor, @unchecked Sendable {
     public var wakeDescriptor: Int32? { wake.descriptor >= 0 ? wake.descriptor : nil }
 
     /// For an owner in poll(2): from now on jobs and signals write the eventfd, until
-    /// ``awake()``. False (and nothing changes) when jobs wait already. The owner looks at its
-    /// other work after this and before it polls.
-    public func prepareToSleep() -> Bool {
+    /// ``awake()``. False (and nothing changes) when jobs wait already, unless the owner is
+    /// `holdingJobs` (it leaves them queued on purpose: it waits for something else first). The
+    /// owner looks at its other work after this and before it polls.
+    public func prepareToSleep(holdingJobs: Bool = false) -> Bool {
         state.withLock { state in
-            guard state.jobs.isEmpty else { return false }
+            guard state.jobs.isEmpty || holdingJobs else { return false }
             state.sleeping = true
             return true
         }

@@ -411,6 +411,55 @@ extension [String: Any] {
     }
 }
 
+extension WebSocketEndpointTests {
+    /// A client that writes requests and does not read: the server answers until the socket and
+    /// its buffer are full, then holds its work; the answers all come, in order, once the client
+    /// reads, and a server that stops meanwhile still stops.
+    @Test func aClientThatStopsReadingGetsEveryAnswerLaterAndDoesNotHoldTheServer() async throws {
+        try await withHTTPChat { http in
+            for index in 0..<100 {
+                _ = try await http.call(
+                    "POST", "/v3/messages", as: .user("carol"),
+                    json:
+                        #"{"receiver":"room","receiverType":"group","data":{"text":"\#(String(repeating: "x", count: 500)) \#(index)"}}"#
+                )
+            }
+            let port = http.server.port
+            let user = user
+            let ids = try await onThread { () -> Result<[Int], any Error> in
+                Result {
+                    let client = try WebSocketTestClient(port: port, headers: user)
+                    _ = client.message()
+                    // About 70 KB an answer: 150 of them are more than the kernel's buffers and
+                    // the server's own hold.
+                    for id in 0..<150 {
+                        client.sendText(#"{"id":\#(id),"method":"GET","path":"/v3/groups/room/messages?limit=100"}"#)
+                    }
+                    usleep(500_000)
+                    return (0..<150).compactMap { _ in
+                        client.messages { $0["type"] as? String == "response" }?.last?["id"] as? Int
+                    }
+                }
+            }.get()
+            #expect(ids == Array(0..<150))
+
+            let stalled = try await onThread { () -> Result<WebSocketTestClient, any Error> in
+                Result {
+                    let client = try WebSocketTestClient(port: port, headers: user)
+                    for id in 0..<150 {
+                        client.sendText(#"{"id":\#(id),"method":"GET","path":"/v3/groups/room/messages?limit=100"}"#)
+                    }
+                    usleep(500_000)
+                    return client
+                }
+            }.get()
+            let server = http.server
+            await onThread { server.stop() }
+            withExtendedLifetime(stalled) {}
+        }
+    }
+}
+
 /// The close code of the server's next close frame (other frames skipped), or "none".
 func closeCode(_ client: WebSocketTestClient) -> String {
     while let frame = client.frame() {

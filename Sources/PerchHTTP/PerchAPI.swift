@@ -55,6 +55,9 @@ public final class PerchAPI: Sendable {
         var name: String
         var authenticated: Bool
         var appOnly: Bool
+        /// Its answer keeps the connection (an event stream, a WebSocket): not for a request
+        /// sent inside a WebSocket.
+        var ownsConnection: Bool
         var handler: @Sendable (PerchAPI, Request) async throws -> HTTPResponse
 
         func match(_ method: String, _ parts: [String]) -> [String: String]? {
@@ -155,7 +158,7 @@ public final class PerchAPI: Sendable {
             }
             let caller: Caller
             if let socketCaller {
-                guard route.name != "events", route.name != "ws" else {
+                guard !route.ownsConnection else {
                     throw ChatError.badRequest("path", "not available over a WebSocket: it has its own connection")
                 }
                 guard socketCaller.isApp || !route.appOnly else {
@@ -238,11 +241,11 @@ public final class PerchAPI: Sendable {
 extension PerchAPI {
     static func route(
         _ method: String, _ path: String, name: String, authenticated: Bool = true, appOnly: Bool = false,
-        _ handler: @escaping @Sendable (PerchAPI, Request) async throws -> HTTPResponse
+        ownsConnection: Bool = false, _ handler: @escaping @Sendable (PerchAPI, Request) async throws -> HTTPResponse
     ) -> Route {
         Route(
             method: method, pattern: path.split(separator: "/").map(String.init), name: name,
-            authenticated: authenticated, appOnly: appOnly, handler: handler)
+            authenticated: authenticated, appOnly: appOnly, ownsConnection: ownsConnection, handler: handler)
     }
 
     static func table() -> [Route] {
@@ -297,8 +300,11 @@ extension PerchAPI {
                 return .json(200, APIJSON.data(APIJSON.encode(user)))
             },
         ] + webRoutes() + groupRoutes() + messageRoutes() + threadRoutes() + notificationRoutes() + mediaRoutes() + [
-            route("GET", "v3/events", name: "events") { api, request in try await api.events(request) },
-            route("GET", "v3/ws", name: "ws") { api, request in try await api.webSocket(request) },
+            route("GET", "v3/events", name: "events", ownsConnection: true) { api, request in
+                try await api.events(request)
+            },
+            route("GET", "v3/ws", name: "ws", ownsConnection: true) { api, request in try await api.webSocket(request)
+            },
             route("POST", "v3/hooks/{name}", name: "hooks", appOnly: true) { api, request in
                 let body = request.http.body.isEmpty ? JSONValue.object([:]) : try JSONBody(request.http.body).asValue
                 let fired = await api.host?.webhook(request.parameter("name"), body: body) ?? 0

@@ -28,9 +28,22 @@ public final class ThreadExecutor: TaskExecutor, @unchecked Sendable {
     /// The queue: each job with the executor it runs as (nil: this one); how many jobs other
     /// executors' tasks had queued here (``JoiningExecutor``); whether the owner is done; whether
     /// an owner in poll(2) sleeps (``prepareToSleep()``: only then does a job write the eventfd).
-    private let state = Lock<
-        (jobs: [(job: UnownedJob, executor: UnownedTaskExecutor?)], joined: Int, stopped: Bool, sleeping: Bool)
-    >(([], 0, false, false))
+    private struct State {
+        var jobs: [(job: UnownedJob, executor: UnownedTaskExecutor?)] = []
+        var joined = 0
+        var stopped = false
+        var sleeping = false
+
+        /// What wakes the owner now: the semaphore always; the eventfd only when its owner
+        /// sleeps (once: it is awake from then on).
+        mutating func wakeToSignal(_ wake: Wake) -> Wake? {
+            guard wake.descriptor >= 0 else { return wake }
+            guard sleeping else { return nil }
+            sleeping = false
+            return wake
+        }
+    }
+    private let state = Lock(State())
     private let wake: Wake
 
     /// Wakes the owner: a semaphore, or an eventfd for an owner in poll(2).
@@ -81,23 +94,10 @@ public final class ThreadExecutor: TaskExecutor, @unchecked Sendable {
                 state.joined += 1
             }
             state.jobs.append((job, executor))
-            return (true, Self.wakes(&state, self.wake))
+            return (true, state.wakeToSignal(self.wake))
         }
         queued.wake?.signal()
         return queued.queued
-    }
-
-    /// The wake to signal: the semaphore always; the eventfd only when its owner sleeps.
-    private static func wakes(
-        _ state:
-            inout (
-                jobs: [(job: UnownedJob, executor: UnownedTaskExecutor?)], joined: Int, stopped: Bool, sleeping: Bool
-            ), _ wake: Wake
-    ) -> Wake? {
-        guard wake.descriptor >= 0 else { return wake }
-        guard state.sleeping else { return nil }
-        state.sleeping = false
-        return wake
     }
 
     /// Runs the jobs queued so far, on this thread, as `executor`'s (this one when nil: an owner
@@ -116,7 +116,12 @@ public final class ThreadExecutor: TaskExecutor, @unchecked Sendable {
     /// Wakes `waitForWork`, or an owner in poll(2) (the owner has something else to look at: it
     /// must look after ``prepareToSleep()``, which a signal before it does not cancel).
     public func signal() {
-        let wake = state.withLock { Self.wakes(&$0, self.wake) }
+        // A semaphore is signalled without the lock (an HTTP request's and a stream's every wake).
+        guard wake.descriptor >= 0 else {
+            wake.semaphore.signal()
+            return
+        }
+        let wake = state.withLock { $0.wakeToSignal(self.wake) }
         wake?.signal()
     }
 

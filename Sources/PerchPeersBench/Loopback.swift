@@ -247,10 +247,8 @@ final class EventStreamReader: @unchecked Sendable {
     private let connection: HTTPConnection
     private let router: ReplyRouter
     private let connected: @Sendable (_ session: String) -> Void
-    /// Held by whoever reads the stream: the thread, then the closed loop's task.
-    private let reading = NSLock()
-    private let handedOver = Mutex(false)
-    // Used under `reading` only.
+    private let reading = HandedOverReading()
+    // Used by the reader of the moment only.
     private var decoded: [UInt8] = []
     private var announced = false
     private var signalled = false
@@ -266,32 +264,23 @@ final class EventStreamReader: @unchecked Sendable {
         try connection.write(
             "GET /v3/events HTTP/1.1\r\nHost: 127.0.0.1\r\napikey: \(key)\r\nonBehalfOf: human\r\n"
                 + "Accept: text/event-stream\r\n\r\n")
-        Thread.detachNewThread { [self] in
-            reading.lock()
-            defer { reading.unlock() }
-            // The status line and headers; the stream's body is chunked (its length is unknown).
-            while let header = connection.lineBytes(), !header.isEmpty {}
-            // Never blocked in a read when the closed loop takes over: a reply read here just before
-            // would leave it waiting for the next bytes, which only the heartbeat sends.
-            while !handedOver.withLock({ $0 }) {
-                guard connection.hasBufferedBytes || connection.waitReadable(milliseconds: 2) else { continue }
-                guard readChunk() else { return }
-            }
-        }
+        reading.start(
+            first: { [self] in
+                // The status line and headers; the stream's body is chunked (its length is unknown).
+                while let header = connection.lineBytes(), !header.isEmpty {}
+            }, step: step)
     }
 
     /// Reads the stream on the caller's thread until `done`, or until nothing came for `idle`
-    /// seconds, or the stream ends. The first call takes the stream over from the thread, which
-    /// stops within 2 ms (it waits for bytes 2 ms at a time).
+    /// seconds, or the stream ends (the first call takes it over from the thread).
     func read(until done: () -> Bool, idle: Double) {
-        handedOver.withLock { $0 = true }
-        reading.lock()
-        defer { reading.unlock() }
-        while !done() {
-            guard connection.hasBufferedBytes || connection.waitReadable(milliseconds: Int32(idle * 1000)),
-                readChunk()
-            else { return }
-        }
+        reading.takeOver(until: done, idle: idle, step: step)
+    }
+
+    /// Reads one chunk once bytes are there, within `milliseconds`: whether it did (nil: none came).
+    private func step(_ milliseconds: Int32) -> Bool? {
+        guard connection.hasBufferedBytes || connection.waitReadable(milliseconds: milliseconds) else { return nil }
+        return readChunk()
     }
 
     /// Reads one chunk and handles the lines it completes; false at the end of the stream.
@@ -324,6 +313,42 @@ final class EventStreamReader: @unchecked Sendable {
             let text = field(textKey, in: line[message...])
         else { return }
         router.deliver(String(decoding: text, as: UTF8.self))
+    }
+}
+
+/// A stream read by a thread of its own until a caller takes it over (``takeOver(until:idle:step:)``)
+/// and from then on reads it on its own thread, as the peers' asyncio client reads its socket on the
+/// loop that sends: a reply then wakes one thread of the client, not two.
+final class HandedOverReading: Sendable {
+    /// Held by whoever reads the stream: the thread, then the caller.
+    private let reading = NSLock()
+    private let handedOver = Mutex(false)
+
+    /// Starts the thread: `first`, then `step` (which handles what is buffered, or waits at most
+    /// the milliseconds it is given for bytes and reads them: nil when none came, false at the
+    /// stream's end) until the stream is taken over. The thread waits 2 ms at a time, so it is
+    /// never blocked in a read when the caller takes over (a reply read just before would leave
+    /// the caller waiting for bytes that only a heartbeat sends), and stops within 2 ms.
+    func start(first: @escaping @Sendable () -> Void = {}, step: @escaping @Sendable (Int32) -> Bool?) {
+        Thread.detachNewThread { [self] in
+            reading.lock()
+            defer { reading.unlock() }
+            first()
+            while !handedOver.withLock({ $0 }) {
+                if step(2) == false { return }
+            }
+        }
+    }
+
+    /// Reads with `step` on the caller's thread until `done`, or until nothing came for `idle`
+    /// seconds, or the stream ends; the first call takes the stream over from the thread.
+    func takeOver(until done: () -> Bool, idle: Double, step: (Int32) -> Bool?) {
+        handedOver.withLock { $0 = true }
+        reading.lock()
+        defer { reading.unlock() }
+        while !done() {
+            guard step(Int32(idle * 1000)) == true else { return }
+        }
     }
 }
 

@@ -15,13 +15,11 @@ import Synchronization
 final class WebSocketInjector: Injector, @unchecked Sendable {
     private let connection: HTTPConnection
     private let router: ReplyRouter
-    /// Held by whoever reads the socket: the thread, then the closed loop's task.
-    private let reading = NSLock()
-    private let handedOver = Mutex(false)
+    private let reading = HandedOverReading()
     /// Answers that were not 200, and how many answers came.
     private let failures = Failures()
     private let answered = Atomic<Int>(0)
-    // Used under `reading` only.
+    // Used by the reader of the moment only.
     private var inbound: [UInt8] = []
     private var chunk = [UInt8](repeating: 0, count: 65_536)
     private var nextID = 0
@@ -40,14 +38,15 @@ final class WebSocketInjector: Injector, @unchecked Sendable {
         }
         while let header = connection.lineBytes(), !header.isEmpty {}
         inbound = connection.takeBuffered()
-        Thread.detachNewThread { [self] in
-            reading.lock()
-            defer { reading.unlock() }
-            while !handedOver.withLock({ $0 }) {
-                guard readFrames() || connection.waitReadable(milliseconds: 2) else { continue }
-                guard fill() else { return }
-            }
-        }
+        reading.start(step: step)
+    }
+
+    /// Handles the frames received, or reads more once bytes are there, within `milliseconds`:
+    /// whether it did (nil: none came; false: the socket ended).
+    private func step(_ milliseconds: Int32) -> Bool? {
+        if readFrames() { return true }
+        guard connection.waitReadable(milliseconds: milliseconds) else { return nil }
+        return fill()
     }
 
     func request(_ text: String) -> [UInt8] {
@@ -84,13 +83,7 @@ final class WebSocketInjector: Injector, @unchecked Sendable {
     }
 
     func readReplies(until done: () -> Bool, idle: Double) {
-        handedOver.withLock { $0 = true }
-        reading.lock()
-        defer { reading.unlock() }
-        while !done() {
-            if readFrames() { continue }
-            guard connection.waitReadable(milliseconds: Int32(idle * 1000)), fill() else { return }
-        }
+        reading.takeOver(until: done, idle: idle, step: step)
     }
 
     /// Reads what the socket has into `inbound`; false at its end.

@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <sched.h>
 #include <sys/eventfd.h>
+#include <unistd.h>
 
 #include "perch_sched.h"
 
@@ -32,3 +33,20 @@ int perch_pin_thread(const int *cpus, int count) {
 }
 
 int perch_eventfd(void) { return eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC); }
+
+int perch_process_cpu_count(void) {
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    // The process's own mask (its main thread's), not the calling thread's: a thread pinned to one
+    // CPU still has the others' threads to wait for.
+    if (sched_getaffinity(getpid(), sizeof set, &set) != 0) return -1;
+    return CPU_COUNT(&set);
+}
+
+void perch_cpu_relax(void) {
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#elif defined(__aarch64__)
+    __asm__ __volatile__("yield");
+#endif
+}

@@ -167,7 +167,15 @@ final class WebSocketConnection: UpgradedConnection, @unchecked Sendable {
                 pollfd(fd: connection.executor.wakeDescriptor!, events: Int16(POLLIN), revents: 0),
             ]
             let milliseconds = stopping ? 100 : Int32(clamping: connection.heartbeat.components.seconds * 1000)
-            let ready = poll(&descriptors, 2, milliseconds)
+            // Looks for a moment before it sleeps (`SpinWait`): the client's next request often
+            // comes within it, and a sleeping thread's CPU is slow to wake.
+            var ready: Int32 = 0
+            if !SpinWait.spin({
+                ready = poll(&descriptors, 2, 0)
+                return ready != 0
+            }) {
+                ready = poll(&descriptors, 2, milliseconds)
+            }
             if ready == 0 {
                 if stopping {
                     gone = true

@@ -11,8 +11,10 @@ import Dispatch
 /// thread's interest still finishes. While the owner runs it inside ``running(_:)``, the tasks of a
 /// ``JoiningExecutor`` resumed on the owner's thread queue their jobs here too.
 public final class ThreadExecutor: TaskExecutor, @unchecked Sendable {
-    /// An executor whose owner sleeps in ``waitForWork(until:)``.
-    public init() { wake = Wake(descriptor: -1) }
+    /// An executor whose owner sleeps in ``waitForWork(until:)``; when `spinning`, it looks for
+    /// work for a moment first (``SpinWait``: for a thread that a round trip's next step often
+    /// comes back to soon, such as the host's).
+    public init(spinning: Bool = false) { wake = Wake(descriptor: -1, spinning: spinning) }
 
     /// An executor whose owner sleeps in poll(2) beside other descriptors (a WebSocket's thread,
     /// which also waits for its socket): between ``prepareToSleep()`` and ``awake()`` a job or a
@@ -22,7 +24,7 @@ public final class ThreadExecutor: TaskExecutor, @unchecked Sendable {
     public init(pollable: Void) {
         let descriptor = perch_eventfd()
         precondition(descriptor >= 0, "eventfd failed: errno \(errno)")
-        wake = Wake(descriptor: descriptor)
+        wake = Wake(descriptor: descriptor, spinning: false)
     }
 
     /// The queue: each job with the executor it runs as (nil: this one); how many jobs other
@@ -48,10 +50,13 @@ public final class ThreadExecutor: TaskExecutor, @unchecked Sendable {
 
     /// Wakes the owner: a semaphore, or an eventfd for an owner in poll(2).
     private final class Wake: @unchecked Sendable {
-        let semaphore = DispatchSemaphore(value: 0)
+        let semaphore: SpinningSemaphore
         let descriptor: Int32
 
-        init(descriptor: Int32) { self.descriptor = descriptor }
+        init(descriptor: Int32, spinning: Bool) {
+            self.descriptor = descriptor
+            semaphore = SpinningSemaphore(spinning: spinning)
+        }
 
         func signal() {
             guard descriptor >= 0 else {
@@ -125,10 +130,11 @@ public final class ThreadExecutor: TaskExecutor, @unchecked Sendable {
         wake?.signal()
     }
 
-    /// Sleeps until a job or a `signal` comes, or `deadline` passes (then false).
+    /// Sleeps until a job or a `signal` comes, or `deadline` passes (then false); a `spinning`
+    /// executor's owner looks for them for a moment first.
     @discardableResult
     public func waitForWork(until deadline: DispatchTime = .distantFuture) -> Bool {
-        wake.semaphore.wait(timeout: deadline) == .success
+        wake.semaphore.wait(until: deadline)
     }
 
     /// The descriptor a job or a ``signal()`` makes readable (``init(pollable:)``), or nil.

@@ -320,7 +320,9 @@ final class Writer: Sendable {
     enum Next { case refused, queued, wake, lead([Job]) }
 
     private let state: Lock<(jobs: [Job], closed: Bool, owner: Owner)>
-    private let signal = DispatchSemaphore(value: 0)
+    /// Hands the queue to the writer thread, which looks for the next hand-off for a moment before
+    /// it sleeps (`SpinWait`).
+    private let signal = SpinningSemaphore()
     private let done = DispatchSemaphore(value: 0)
     private let maximumBatch: Int
     private let connection: ConnectionBox

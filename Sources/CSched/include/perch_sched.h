@@ -13,4 +13,12 @@ int perch_pin_thread(const int *cpus, int count);
 /// descriptor, or -1 with `errno` set.
 int perch_eventfd(void);
 
+/// How many CPUs the process may run on (its main thread's `sched_getaffinity`), or -1 with
+/// `errno` set.
+int perch_process_cpu_count(void);
+
+/// Tells the CPU the caller is spinning (x86's `pause`, ARM's `yield`): the other hyperthread of
+/// its core gets the execution units meanwhile, and the loop does not flood the memory bus.
+void perch_cpu_relax(void);
+
 #endif

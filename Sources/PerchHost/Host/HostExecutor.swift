@@ -21,7 +21,7 @@ import PerchLock
 /// this executor would wait with it. Long CPU work belongs in a detached task.
 public final class HostExecutor: TaskExecutor, @unchecked Sendable {
     /// The queue and the wake-ups, as an HTTP connection's thread has them.
-    private let jobs = ThreadExecutor()
+    private let jobs = ThreadExecutor(spinning: true)
     /// The executor's thread, once it runs.
     private let thread = Lock<pthread_t?>(nil)
     private let done = DispatchSemaphore(value: 0)

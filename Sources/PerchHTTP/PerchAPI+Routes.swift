@@ -89,7 +89,9 @@ extension PerchAPI {
 
     static func messageRoutes() -> [Route] {
         [
-            route("POST", "v3/messages", name: "messages.send") { api, request in
+            // A send queues its one write before it waits, and reads nothing: inside a WebSocket,
+            // sends sent back to back are committed together.
+            route("POST", "v3/messages", name: "messages.send", pipelines: true) { api, request in
                 var body = try request.body()
                 let draft = try api.draft(&body, parent: nil)
                 try body.finish()
@@ -213,7 +215,16 @@ extension PerchAPI {
 
     func sent(_ draft: MessageDraft, _ request: Request) async throws(ChatError) -> HTTPResponse {
         try admitSend(request.caller)
-        let message = try await service.send(draft, as: request.caller.uid, session: request.caller.session)
+        let message: Message
+        if let pipelining = request.pipelining {
+            // Queued before the next request starts (which may be another send, to be stored after).
+            let pending = try service.queueSend(
+                draft, as: request.caller.uid, session: request.caller.session, callerGoesOn: pipelining.moreWaiting)
+            pipelining.queued()
+            message = try await pending.message
+        } else {
+            message = try await service.send(draft, as: request.caller.uid, session: request.caller.session)
+        }
         return .json(200, APIJSON.data(message.json))
     }
 

@@ -70,8 +70,10 @@ struct APIWebSocketSession: WebSocketSession {
         Array(#"{"type":"session","session":\#(JSONWriter.quoted(caller.session ?? ""))}"#.utf8)
     }
 
-    func respond(to request: HTTPRequest) async -> HTTPResponse {
-        await api.respond(to: request, socketCaller: caller)
+    func pipelines(_ request: HTTPRequest) -> Bool { api.pipelines(request) }
+
+    func respond(to request: HTTPRequest, pipelining: Pipelining?) async -> HTTPResponse {
+        await api.respond(to: request, socketCaller: caller, pipelining: pipelining)
     }
 
     func followEvents(on executor: ThreadExecutor, deliver: @escaping @Sendable ([UInt8]) -> Void)

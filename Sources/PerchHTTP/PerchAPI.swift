@@ -58,6 +58,9 @@ public final class PerchAPI: Sendable {
         /// Its answer keeps the connection (an event stream, a WebSocket): not for a request
         /// sent inside a WebSocket.
         var ownsConnection: Bool
+        /// Inside a WebSocket, it may start while the requests before it wait for their commits
+        /// (``WebSocketSession/pipelines(_:)``), when the store keeps the order of queued writes.
+        var pipelines: Bool
         var handler: @Sendable (PerchAPI, Request) async throws -> HTTPResponse
 
         func match(_ method: String, _ parts: [String]) -> [String: String]? {
@@ -78,6 +81,8 @@ public final class PerchAPI: Sendable {
         var http: HTTPRequest
         var parameters: [String: String]
         var caller: Caller
+        /// Sent over a WebSocket while the requests before it wait for their commits.
+        var pipelining: Pipelining?
 
         func parameter(_ name: String) -> String { parameters[name] ?? "" }
 
@@ -125,7 +130,7 @@ public final class PerchAPI: Sendable {
 
     /// Answers one request; `socketCaller`: sent over a WebSocket, whose handshake authenticated
     /// the caller (the request's own headers are not read for it).
-    func respond(to http: HTTPRequest, socketCaller: Caller?) async -> HTTPResponse {
+    func respond(to http: HTTPRequest, socketCaller: Caller?, pipelining: Pipelining? = nil) async -> HTTPResponse {
         let started = DispatchTime.now().uptimeNanoseconds
         let parts = http.path.split(separator: "/", omittingEmptySubsequences: true).map(String.init)
         var routeName = "unmatched"
@@ -170,7 +175,8 @@ public final class PerchAPI: Sendable {
             } else {
                 caller = Caller(uid: User.system, isApp: true, session: nil)
             }
-            response = try await route.handler(self, Request(http: http, parameters: parameters, caller: caller))
+            let request = Request(http: http, parameters: parameters, caller: caller, pipelining: pipelining)
+            response = try await route.handler(self, request)
         } catch let error as ChatError {
             var status = error.code.httpStatus
             if error.code == .badRequest, error.params["reason"] == .string("no such endpoint") { status = 404 }
@@ -241,11 +247,21 @@ public final class PerchAPI: Sendable {
 extension PerchAPI {
     static func route(
         _ method: String, _ path: String, name: String, authenticated: Bool = true, appOnly: Bool = false,
-        ownsConnection: Bool = false, _ handler: @escaping @Sendable (PerchAPI, Request) async throws -> HTTPResponse
+        ownsConnection: Bool = false, pipelines: Bool = false,
+        _ handler: @escaping @Sendable (PerchAPI, Request) async throws -> HTTPResponse
     ) -> Route {
         Route(
             method: method, pattern: path.split(separator: "/").map(String.init), name: name,
-            authenticated: authenticated, appOnly: appOnly, ownsConnection: ownsConnection, handler: handler)
+            authenticated: authenticated, appOnly: appOnly, ownsConnection: ownsConnection, pipelines: pipelines,
+            handler: handler)
+    }
+
+    /// Whether `http`, sent over a WebSocket, may start while the requests before it wait for
+    /// their commits: its route pipelines and the store keeps the order of queued writes.
+    func pipelines(_ http: HTTPRequest) -> Bool {
+        guard service.store.submitsInOrder, http.body.count <= maximumBodyBytes else { return false }
+        let parts = http.path.split(separator: "/", omittingEmptySubsequences: true).map(String.init)
+        return routes.first { $0.match(http.method, parts) != nil }?.pipelines ?? false
     }
 
     static func table() -> [Route] {

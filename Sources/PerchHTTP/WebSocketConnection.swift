@@ -7,23 +7,39 @@ import PerchLock
     import Glibc
 #endif
 
-/// What a WebSocket serves: the caller's requests, answered one after another, and the caller's
+/// What a WebSocket serves: the caller's requests, answered in the order sent, and the caller's
 /// live events.
 public protocol WebSocketSession: Sendable {
     /// The first message the client gets (which session the socket is).
     var greeting: [UInt8] { get }
-    /// Answers one request sent over the socket, as the socket's caller.
-    func respond(to request: HTTPRequest) async -> HTTPResponse
+    /// Whether `request` may start while the requests before it wait for their commits (each of
+    /// them a request that may too): it queues its one write before it waits for anything, and
+    /// reads nothing they write, so it makes the same change as after them. A message send.
+    func pipelines(_ request: HTTPRequest) -> Bool
+    /// Answers one request sent over the socket, as the socket's caller. `pipelining`: the
+    /// request ``pipelines(_:)`` and may be told so.
+    func respond(to request: HTTPRequest, pipelining: Pipelining?) async -> HTTPResponse
     /// Starts following the caller's events; their messages go to `deliver`. The task prefers
     /// `executor` (the socket's thread). Returns what stops it.
     func followEvents(on executor: ThreadExecutor, deliver: @escaping @Sendable ([UInt8]) -> Void)
         -> @Sendable () -> Void
 }
 
+/// For a request that may start while the requests before it wait for their commits
+/// (``WebSocketSession/pipelines(_:)``): whether requests wait behind it (then its commit had
+/// better not run on the socket's thread, which has their work to do), and what it calls once its
+/// write is queued, so the next may start.
+public struct Pipelining: Sendable {
+    public var moreWaiting: Bool
+    public var queued: @Sendable () -> Void
+}
+
 /// One WebSocket, run on its HTTP connection's thread (libmicrohttpd's, after the 101): one loop
 /// polls the socket and the executor's eventfd, reads the client's frames, answers its requests in
-/// order (one at a time, as HTTP/1.1 answers a keep-alive connection's), and sends the caller's
-/// events. The requests' tasks, the bots a request's commit resumes (``JoiningExecutor``) and the
+/// order, and sends the caller's events. A request starts once those before it are answered (as
+/// HTTP/1.1 answers a keep-alive connection's), except that message sends sent back to back start
+/// while those before them wait for their commits (``Pipelining``), so a burst commits in batches
+/// on the store's writer while this thread reads the next; their answers still go out in order. The requests' tasks, the bots a request's commit resumes (``JoiningExecutor``) and the
 /// event loop's steps all run on this thread, so a message posted here and the bot reply it
 /// brings back cost one wake of the server.
 ///
@@ -35,9 +51,20 @@ final class WebSocketConnection: UpgradedConnection, @unchecked Sendable {
     let maximumMessage: Int
     let heartbeat: Duration
     private let executor = ThreadExecutor(pollable: ())
-    /// Bytes to send (answers, events, pongs), whether a request's answer came, and whether the
+    /// Bytes to send (answers, events, pongs), what the loop has to look at, and whether the
     /// server is stopping. Events may be delivered from the shared pool after the loop ends.
-    private let shared = Lock<(outbox: [UInt8], answered: Bool, stopping: Bool)>(([], false, false))
+    private let shared = Lock(Shared())
+    struct Shared {
+        var outbox: [UInt8] = []
+        /// The number of the next request whose answer goes out; answers that came before it.
+        var nextAnswer = 0
+        var held: [Int: [UInt8]] = [:]
+        /// The newest request that has queued its write or been answered (the next may start).
+        var settled = -1
+        /// An answer or a queued write came since the loop last looked.
+        var changed = false
+        var stopping = false
+    }
     /// Past this many bytes waiting to be sent, the loop runs no more jobs until the client reads.
     static let outboxLimit = 4 << 20
     /// Requests waiting for the one being answered: past this many, or past this many bytes of
@@ -46,6 +73,8 @@ final class WebSocketConnection: UpgradedConnection, @unchecked Sendable {
     static let queuedBytesLimit = 4 << 20
     /// Past this many bytes waiting, they are sent before more jobs run.
     static let flushSize = 64 << 10
+    /// Requests started and not yet answered, at most (sends waiting for their commits).
+    static let inFlightLimit = 128
 
     init(session: any WebSocketSession, maximumMessage: Int, heartbeat: Duration) {
         self.session = session
@@ -64,10 +93,30 @@ final class WebSocketConnection: UpgradedConnection, @unchecked Sendable {
     }
 
     private func sendText(_ payload: [UInt8]) {
+        send(Self.textFrame(payload))
+    }
+
+    private static func textFrame(_ payload: [UInt8]) -> [UInt8] {
         var frame: [UInt8] = []
         frame.reserveCapacity(payload.count + 10)
         WebSocket.append(.text, payload, to: &frame)
-        send(frame)
+        return frame
+    }
+
+    /// Sends the answer of request `index` once those of the requests sent before it are out (a
+    /// send refused before its write was queued is answered before the sends ahead of it commit).
+    private func answer(_ index: Int, _ payload: [UInt8]) {
+        let frame = Self.textFrame(payload)
+        shared.withLock { shared in
+            shared.held[index] = frame
+            while let next = shared.held.removeValue(forKey: shared.nextAnswer) {
+                shared.outbox += next
+                shared.nextAnswer += 1
+            }
+            shared.settled = max(shared.settled, index)
+            shared.changed = true
+        }
+        executor.signal()
     }
 
     func run(socket: Int32, extra: [UInt8]) {
@@ -91,9 +140,15 @@ final class WebSocketConnection: UpgradedConnection, @unchecked Sendable {
         let socket: Int32
         var inbound: [UInt8]
         var assembler: WebSocket.Assembler
-        var requests: [HTTPRequestFrame] = []
+        /// Requests read and not started, and whether each ``WebSocketSession/pipelines(_:)``.
+        var requests: [(frame: HTTPRequestFrame, pipelines: Bool)] = []
         var queuedBytes = 0
-        var answering = false
+        /// Requests started and not yet answered, in order, and whether each pipelines.
+        var inFlight: [(index: Int, pipelines: Bool)] = []
+        /// The number of the next request to start.
+        var started = 0
+        /// The newest request that has queued its write or been answered.
+        var settled = -1
         /// Sent our close frame: nothing more is read or answered.
         var closing = false
         /// The client's end is closed, or the socket failed.
@@ -118,19 +173,21 @@ final class WebSocketConnection: UpgradedConnection, @unchecked Sendable {
             readFrames()
             var rounds = 0
             while !gone {
-                let (answered, stopping, backlog) = connection.shared.withLock { shared in
-                    defer { shared.answered = false }
-                    return (shared.answered, shared.stopping, shared.outbox.count)
+                let (answered, settled, stopping, backlog) = connection.shared.withLock { shared in
+                    shared.changed = false
+                    return (shared.nextAnswer, shared.settled, shared.stopping, shared.outbox.count)
                 }
-                if answered {
-                    answering = false
+                self.settled = settled
+                if let first = inFlight.first, first.index < answered {
+                    inFlight.removeFirst(min(answered - first.index, inFlight.count))
+                    // The bots a request's commit resumed may join this thread again for the next.
                     executor.resetJoined()
                 }
                 if stopping, !closing { close(WebSocket.CloseCode.goingAway, "the server is stopping") }
-                if !answering, !closing, !requests.isEmpty {
-                    let next = requests.removeFirst()
-                    queuedBytes -= next.http.body.count
-                    start(next)
+                if !closing, let next = requests.first, mayStart(pipelining: next.pipelines) {
+                    requests.removeFirst()
+                    queuedBytes -= next.frame.http.body.count
+                    start(next.frame, pipelines: next.pipelines)
                 }
                 // A client that does not read holds its socket's jobs back (the event loop's
                 // next page among them) until it has taken most of what waits for it.
@@ -154,10 +211,10 @@ final class WebSocketConnection: UpgradedConnection, @unchecked Sendable {
         mutating func wait(holdingJobs: Bool) {
             guard connection.executor.prepareToSleep(holdingJobs: holdingJobs) else { return }
             defer { connection.executor.awake() }
-            let (pending, answered, stopping) = connection.shared.withLock {
-                (!$0.outbox.isEmpty, $0.answered, $0.stopping)
+            let (pending, changed, stopping) = connection.shared.withLock {
+                (!$0.outbox.isEmpty, $0.changed, $0.stopping)
             }
-            guard !answered, !(stopping && !closing) else { return }
+            guard !changed, !(stopping && !closing) else { return }
             let reading =
                 !closing && requests.count < WebSocketConnection.queuedLimit
                 && queuedBytes < max(WebSocketConnection.queuedBytesLimit, connection.maximumMessage)
@@ -239,7 +296,7 @@ final class WebSocketConnection: UpgradedConnection, @unchecked Sendable {
             case .text(let bytes):
                 switch HTTPRequestFrame.parse(bytes) {
                 case .success(let request):
-                    requests.append(request)
+                    requests.append((request, connection.session.pipelines(request.http)))
                     queuedBytes += request.http.body.count
                 case .failure(let error): connection.sendText(error.responseMessage)
                 }
@@ -261,15 +318,35 @@ final class WebSocketConnection: UpgradedConnection, @unchecked Sendable {
             connection.send(frame)
         }
 
+        /// Whether the next request may start now: when none is being answered, or when it and
+        /// every request being answered pipeline and the newest of those has queued its write.
+        func mayStart(pipelining: Bool) -> Bool {
+            guard let newest = inFlight.last else { return true }
+            return pipelining && settled >= newest.index && inFlight.count < WebSocketConnection.inFlightLimit
+                && inFlight.allSatisfy(\.pipelines)
+        }
+
         /// Starts answering `request`: its task runs on this thread; its answer goes out in order.
-        mutating func start(_ request: HTTPRequestFrame) {
-            answering = true
+        mutating func start(_ request: HTTPRequestFrame, pipelines: Bool) {
+            let index = started
+            started += 1
+            inFlight.append((index, pipelines))
             let connection = connection
             let session = connection.session
+            let pipelining =
+                pipelines
+                ? Pipelining(
+                    moreWaiting: !requests.isEmpty,
+                    queued: {
+                        connection.shared.withLock { shared in
+                            shared.settled = max(shared.settled, index)
+                            shared.changed = true
+                        }
+                        connection.executor.signal()
+                    }) : nil
             Task(executorPreference: connection.executor) {
-                let response = await session.respond(to: request.http)
-                connection.shared.withLock { $0.answered = true }
-                connection.sendText(request.answer(response))
+                let response = await session.respond(to: request.http, pipelining: pipelining)
+                connection.answer(index, request.answer(response))
             }
         }
 

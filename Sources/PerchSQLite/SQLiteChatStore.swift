@@ -156,6 +156,9 @@ public final class SQLiteChatStore: ChatStore {
         }
     }
 
+    /// Bodies are queued for the one writer, which commits them in that order.
+    public var submitsInOrder: Bool { true }
+
     public func submit<T: Sendable>(
         _ body: @escaping @Sendable (any ChatWriteTransaction) throws -> T, callerGoesOn: Bool
     ) -> PendingWrite<T> {

@@ -1,6 +1,8 @@
 import Foundation
-import PerchHTTP
+import PerchLock
 import Testing
+
+@testable import PerchHTTP
 
 #if canImport(Glibc)
     import Glibc
@@ -136,6 +138,12 @@ final class WebSocketTestClient: @unchecked Sendable {
             }
             guard fill(timeout: 5) else { throw HTTPServerErrorForTests() }
         }
+    }
+
+    /// A client on a socket connected already (one end of a `socketpair`, the server's loop on the
+    /// other), past any handshake.
+    init(connected descriptor: Int32) {
+        self.descriptor = descriptor
     }
 
     deinit { close(descriptor) }
@@ -328,6 +336,73 @@ extension [String: Any] {
         }
     }
 
+    @Test func sendsWrittenBackToBackAreStoredInOrderAndAReadAmongThemSeesThoseBefore() async throws {
+        // 200 requests written at once, a bot answering each message: sends start while those
+        // before them wait for their commits (WebSocketPipeliningTests), and must still be stored,
+        // answered and refused in order, with a read among them seeing every send before it.
+        let replyBot = botFile(
+            """
+              - on: message
+                when: { text_matches: "^!ping (?<n>\\\\d+)$" }
+                do: [{ reply: "pong {n}" }]
+            """)
+        try await withHTTPChat(bots: ["pinger.yaml": replyBot]) { http in
+            let port = http.server.port
+            let user = user
+            let raw = try await onThread { () -> Result<[Data], any Error> in
+                Result {
+                    let client = try WebSocketTestClient(port: port, headers: user)
+                    _ = client.message()
+                    for index in 0..<200 {
+                        let text = index == 60 ? "" : "!ping \(index)"
+                        let receiver = index == 90 ? "nowhere" : "room"
+                        client.sendText(
+                            index == 120
+                                ? #"{"id":120,"method":"GET","path":"/v3/groups/room/messages?limit=10"}"#
+                                : #"{"id":\#(index),"method":"POST","path":"/v3/messages","body":{"receiver":"\#(receiver)","receiverType":"group","data":{"text":"\#(text)"}}}"#
+                        )
+                    }
+                    return try (0..<200).compactMap { _ in
+                        try client.messages { $0["type"] as? String == "response" }?.last.map {
+                            try JSONSerialization.data(withJSONObject: $0)
+                        }
+                    }
+                }
+            }.get()
+            let answers = try raw.map { try #require(JSONSerialization.jsonObject(with: $0) as? [String: Any]) }
+            #expect(answers.compactMap { $0["id"] as? Int } == Array(0..<200))
+            #expect(answers.count == 200)
+            guard answers.count == 200 else { return }
+            #expect(answers[60].errorCode == "ERR_EMPTY_MESSAGE_TEXT")
+            #expect(answers[90].errorCode == "ERR_GUID_NOT_FOUND")
+            // Every other send answered with its message; their ids grow in the order sent.
+            let sent = answers.indices.filter { ![60, 90, 120].contains($0) }
+            #expect(sent.allSatisfy { answers[$0].status == 200 })
+            let ids = sent.compactMap {
+                ((answers[$0]["body"] as? [String: Any])?["data"] as? [String: Any])?["id"] as? Int
+            }
+            #expect(ids.count == sent.count)
+            #expect(ids == ids.sorted() && Set(ids).count == ids.count)
+            // The read sees bob's sends up to the one right before it, and none after it.
+            let listed = (answers[120]["body"] as? [String: Any])?["data"] as? [[String: Any]] ?? []
+            let bobs = listed.filter { $0["sender"] as? String == "bob" }.compactMap { $0["text"] as? String }
+            #expect(bobs.contains("!ping 119"))
+            #expect(!bobs.contains { Int($0.dropFirst(6)).map { $0 > 119 } ?? true })
+            // Stored in the order sent, each answered by the bot.
+            var texts: [String] = []
+            var before: Int?
+            repeat {
+                let page = try await http.call(
+                    "GET", "/v3/groups/room/messages?limit=100" + (before.map { "&id=\($0)" } ?? ""), as: .user("bob"))
+                let messages = page.list
+                texts =
+                    messages.filter { $0["sender"] as? String == "bob" }.compactMap { $0["text"] as? String } + texts
+                before = messages.isEmpty ? nil : messages.compactMap { $0["id"] as? Int }.min()
+            } while before != nil
+            #expect(texts == sent.map { "!ping \($0)" })
+        }
+    }
+
     @Test func handshakesThatAreNotWebSocketsAreRefused() async throws {
         try await withHTTPChat { http in
             let port = http.server.port
@@ -468,4 +543,98 @@ func closeCode(_ client: WebSocketTestClient) -> String {
         }
     }
     return "none"
+}
+
+/// The socket's loop with a session of the test's: which requests start when, and in what order
+/// their answers go out, when sends sent back to back start while those before them wait.
+@Suite struct WebSocketPipeliningTests {
+    /// `/send/N` pipelines: it says its write is queued, then waits for the test to let it finish.
+    /// `/refused/N` pipelines and is answered at once (refused before its write was queued).
+    /// `/read/N` does not pipeline and is answered at once.
+    final class GatedSession: WebSocketSession, @unchecked Sendable {
+        let log = Lock<[String]>([])
+        let gates = Lock<[String: CheckedContinuation<Void, Never>]>([:])
+
+        var greeting: [UInt8] { Array(#"{"type":"session","session":"test"}"#.utf8) }
+
+        func pipelines(_ request: HTTPRequest) -> Bool { !request.path.hasPrefix("/read") }
+
+        func respond(to request: HTTPRequest, pipelining: Pipelining?) async -> HTTPResponse {
+            let name = String(request.path.dropFirst())
+            log.withLock { $0.append("start \(name)\(pipelining == nil ? "" : " pipelined")") }
+            if name.hasPrefix("send") {
+                pipelining?.queued()
+                await withCheckedContinuation { continuation in gates.withLock { $0[name] = continuation } }
+            }
+            return .text(200, name)
+        }
+
+        func followEvents(on executor: ThreadExecutor, deliver: @escaping @Sendable ([UInt8]) -> Void)
+            -> @Sendable () -> Void
+        { {} }
+
+        /// Lets `/send/N` finish once it waits.
+        func release(_ name: String) -> Bool {
+            for _ in 0..<500 {
+                if let gate = gates.withLock({ $0.removeValue(forKey: name) }) {
+                    gate.resume()
+                    return true
+                }
+                usleep(10_000)
+            }
+            return false
+        }
+
+        /// Waits until `count` lines are logged (at most 5 s).
+        func logged(_ count: Int) -> [String] {
+            for _ in 0..<500 {
+                let lines = log.withLock { $0 }
+                if lines.count >= count { return lines }
+                usleep(10_000)
+            }
+            return log.withLock { $0 }
+        }
+    }
+
+    @Test func sendsStartWhileThoseBeforeWaitAndTheirAnswersGoOutInOrder() async throws {
+        let session = GatedSession()
+        var pair: [Int32] = [0, 0]
+        #expect(socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0, &pair) == 0)
+        let connection = WebSocketConnection(session: session, maximumMessage: 1 << 20, heartbeat: .seconds(15))
+        let (server, peer) = (pair[0], pair[1])
+        let finished = DispatchSemaphore(value: 0)
+        Thread.detachNewThread {
+            connection.run(socket: server, extra: [])
+            finished.signal()
+        }
+        let result = await onThread { () -> [String] in
+            let client = WebSocketTestClient(connected: peer)
+            var seen: [String] = []
+            _ = client.message()
+            for (id, path) in ["/send/0", "/send/1", "/refused/2", "/send/3", "/read/4", "/send/5"].enumerated() {
+                client.sendText(#"{"id":\#(id),"method":"POST","path":"\#(path)"}"#)
+            }
+            // The three sends and the refusal start before any is answered; the read waits.
+            seen += session.logged(4)
+            usleep(50_000)
+            seen.append("logged \(session.log.withLock { $0.count })")
+            // Finished out of order (the refusal first), answered in order.
+            for name in ["send/3", "send/1", "send/0"] where !session.release(name) { seen.append("no \(name)") }
+            for _ in 0..<4 { seen.append("answer \(client.message()?["id"] as? Int ?? -1)") }
+            // Then the read, alone, and after it the last send.
+            seen.append("answer \(client.message()?["id"] as? Int ?? -1)")
+            seen += session.logged(6).suffix(2)
+            if !session.release("send/5") { seen.append("no send/5") }
+            seen.append("answer \(client.message()?["id"] as? Int ?? -1)")
+            client.send(.close, WebSocket.closePayload(1000, ""))
+            return seen
+        }
+        #expect(
+            result == [
+                "start send/0 pipelined", "start send/1 pipelined", "start refused/2 pipelined",
+                "start send/3 pipelined", "logged 4", "answer 0", "answer 1", "answer 2", "answer 3", "answer 4",
+                "start read/4", "start send/5 pipelined", "answer 5",
+            ])
+        #expect(finished.wait(timeout: .now() + 10) == .success)
+    }
 }

@@ -22,12 +22,13 @@ extension ChatService {
     /// are stored in that order) and answers a handle whose ``PendingSend/message`` waits for the
     /// commit. Checks that need no store are made now and throw now. `callerGoesOn`: the caller
     /// has more to do at once (a bot with more events in hand), so the commit never runs on its
-    /// thread; otherwise an idle store may commit right here.
-    public func queueSend(_ draft: MessageDraft, as sender: String, callerGoesOn: Bool = false) throws(ChatError)
-        -> PendingSend
-    {
+    /// thread; otherwise an idle store may commit right here. `session`: as for ``send(_:as:session:)``.
+    public func queueSend(
+        _ draft: MessageDraft, as sender: String, session: String? = nil, callerGoesOn: Bool = false
+    ) throws(ChatError) -> PendingSend {
         PendingSend(
-            pending: store.submit(try sendBody(draft, as: sender), callerGoesOn: callerGoesOn), service: self)
+            pending: store.submit(try sendBody(draft, as: sender, session: session), callerGoesOn: callerGoesOn),
+            service: self)
     }
 
     func sendBody(_ draft: MessageDraft, as sender: String, session: String? = nil) throws(ChatError)

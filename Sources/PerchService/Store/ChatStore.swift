@@ -16,6 +16,9 @@ public protocol ChatStore: Sendable {
     /// (the caller's work and the commit then run side by side).
     func submit<T: Sendable>(_ body: @escaping @Sendable (any ChatWriteTransaction) throws -> T, callerGoesOn: Bool)
         -> PendingWrite<T>
+    /// Whether ``submit(_:callerGoesOn:)`` keeps the order of calls (a store that takes the default
+    /// one does not): a caller may then start the next write before the last one commits.
+    var submitsInOrder: Bool { get }
     func read<T: Sendable>(_ body: @escaping @Sendable (any ChatReadTransaction) throws -> T) async throws -> T
     /// The events `uid` may see after `seq` (``ChatReadTransaction/events(for:session:after:limit:)``
     /// in a read transaction, unless the store can answer from memory).
@@ -259,6 +262,8 @@ extension ChatStore {
 
     /// A store without ordered queueing runs the body in a task: the order of commits is then not
     /// the order of calls.
+    public var submitsInOrder: Bool { false }
+
     public func submit<T: Sendable>(
         _ body: @escaping @Sendable (any ChatWriteTransaction) throws -> T, callerGoesOn: Bool
     ) -> PendingWrite<T> {

@@ -238,15 +238,16 @@ extension [String: Any] {
 
 @Suite struct WebSocketEndpointTests {
     let user = ["apikey": apiKey, "onBehalfOf": "bob"]
+    /// Answers `!ping N` with `pong N`.
+    static let pingBot = botFile(
+        """
+          - on: message
+            when: { text_matches: "^!ping (?<n>\\\\d+)$" }
+            do: [{ reply: "pong {n}" }]
+        """)
 
     @Test func aSocketCarriesTheCallersRequestsAndEventsButNotItsOwnMessages() async throws {
-        let replyBot = botFile(
-            """
-              - on: message
-                when: { text_matches: "^!ping (?<n>\\\\d+)$" }
-                do: [{ reply: "pong {n}" }]
-            """)
-        try await withHTTPChat(bots: ["pinger.yaml": replyBot]) { http in
+        try await withHTTPChat(bots: ["pinger.yaml": Self.pingBot]) { http in
             let port = http.server.port
             let user = user
             let handshake = try await onThread { () -> Result<[String], any Error> in
@@ -340,13 +341,7 @@ extension [String: Any] {
         // 200 requests written at once, a bot answering each message: sends start while those
         // before them wait for their commits (WebSocketPipeliningTests), and must still be stored,
         // answered and refused in order, with a read among them seeing every send before it.
-        let replyBot = botFile(
-            """
-              - on: message
-                when: { text_matches: "^!ping (?<n>\\\\d+)$" }
-                do: [{ reply: "pong {n}" }]
-            """)
-        try await withHTTPChat(bots: ["pinger.yaml": replyBot]) { http in
+        try await withHTTPChat(bots: ["pinger.yaml": Self.pingBot]) { http in
             let port = http.server.port
             let user = user
             let raw = try await onThread { () -> Result<[Data], any Error> in

@@ -103,7 +103,11 @@ import Testing
         }
         // Foundation takes a trailing comma; JSON (RFC 8259) does not, and neither does the reader.
         #expect(throws: JSONReader.Failure.self) { try JSONReader.read("[1,]") { try $0.value() } }
-        let bad = ["{\"a\" 1}", "+1", ".5", "[1 2]", "{\"a\":}", "tru", "\"open", "[1]]", ""]
+        // Numbers as JSON's grammar has them: no leading zero, no bare point or exponent.
+        let bad = [
+            "{\"a\" 1}", "+1", ".5", "[1 2]", "{\"a\":}", "tru", "\"open", "[1]]", "", "01", "-01", "[007]", "1.",
+            "1.e3", "1e", "1e+", "-", "--1", "0x10", "[1-2]",
+        ]
         for text in bad {
             #expect(throws: JSONReader.Failure.self, "\(text)") { try JSONReader.read(text) { try $0.value() } }
             #expect(throws: (any Error).self, "\(text)") {

@@ -118,6 +118,7 @@ public struct JSONReader {
     public mutating func int64() throws -> Int64 {
         skipWhitespace()
         let start = index
+        guard numberEnd(from: index) != nil else { throw failure("a number") }
         var negative = false
         if index < bytes.count, bytes[index] == UInt8(ascii: "-") {
             negative = true
@@ -155,10 +156,10 @@ public struct JSONReader {
     public mutating func double() throws -> Double {
         skipWhitespace()
         let start = index
-        // JSON's grammar: a minus sign or a digit first (no `+`, no bare `.5`).
-        guard let first = peek, first == UInt8(ascii: "-") || (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(first)
-        else { throw failure("a value") }
-        while index < bytes.count, Self.isNumberByte(bytes[index]) { index += 1 }
+        guard let end = numberEnd(from: index) else {
+            throw failure(peek.map(Self.startsNumber) == true ? "a number" : "a value")
+        }
+        index = end
         let text = String(decoding: UnsafeBufferPointer(rebasing: bytes[start..<index]), as: UTF8.self)
         guard let number = Double(text), number.isFinite else {
             index = start
@@ -167,13 +168,41 @@ public struct JSONReader {
         return number
     }
 
-    private static func isNumberByte(_ byte: UInt8) -> Bool {
-        switch byte {
-        case UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "-"), UInt8(ascii: "+"), UInt8(ascii: "."),
-            UInt8(ascii: "e"), UInt8(ascii: "E"):
-            true
-        default: false
+    private static func startsNumber(_ byte: UInt8) -> Bool {
+        byte == UInt8(ascii: "-") || isDigit(byte)
+    }
+
+    private static func isDigit(_ byte: UInt8) -> Bool {
+        byte >= UInt8(ascii: "0") && byte <= UInt8(ascii: "9")
+    }
+
+    /// Where the number starting at `start` ends, by JSON's grammar (RFC 8259: `-? (0 | [1-9]
+    /// digits) (. digits)? ([eE] [+-]? digits)?`, so no `+1`, `.5`, `1.`, `01` or `1e`); nil when
+    /// no number starts there.
+    private func numberEnd(from start: Int) -> Int? {
+        var at = start
+        func digits() -> Int {
+            let first = at
+            while at < bytes.count, Self.isDigit(bytes[at]) { at += 1 }
+            return at - first
         }
+        if at < bytes.count, bytes[at] == UInt8(ascii: "-") { at += 1 }
+        guard at < bytes.count, Self.isDigit(bytes[at]) else { return nil }
+        if bytes[at] == UInt8(ascii: "0") {
+            at += 1
+        } else {
+            _ = digits()
+        }
+        if at < bytes.count, bytes[at] == UInt8(ascii: ".") {
+            at += 1
+            guard digits() > 0 else { return nil }
+        }
+        if at < bytes.count, bytes[at] == UInt8(ascii: "e") || bytes[at] == UInt8(ascii: "E") {
+            at += 1
+            if at < bytes.count, bytes[at] == UInt8(ascii: "+") || bytes[at] == UInt8(ascii: "-") { at += 1 }
+            guard digits() > 0 else { return nil }
+        }
+        return at
     }
 
     public mutating func bool() throws -> Bool {

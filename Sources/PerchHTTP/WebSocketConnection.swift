@@ -140,8 +140,9 @@ final class WebSocketConnection: UpgradedConnection, @unchecked Sendable {
         let socket: Int32
         var inbound: [UInt8]
         var assembler: WebSocket.Assembler
-        /// Requests read and not started, and whether each ``WebSocketSession/pipelines(_:)``.
-        var requests: [(frame: HTTPRequestFrame, pipelines: Bool)] = []
+        /// Requests read and not started (a malformed one as its refusal, answered in its turn),
+        /// and whether each ``WebSocketSession/pipelines(_:)`` (a refusal does: it does nothing).
+        var requests: [(frame: Result<HTTPRequestFrame, HTTPRequestFrame.Failure>, pipelines: Bool)] = []
         var queuedBytes = 0
         /// Requests started and not yet answered, in order, and whether each pipelines.
         var inFlight: [(index: Int, pipelines: Bool)] = []
@@ -186,8 +187,16 @@ final class WebSocketConnection: UpgradedConnection, @unchecked Sendable {
                 if stopping, !closing { close(WebSocket.CloseCode.goingAway, "the server is stopping") }
                 if !closing, let next = requests.first, mayStart(pipelining: next.pipelines) {
                     requests.removeFirst()
-                    queuedBytes -= next.frame.http.body.count
-                    start(next.frame, pipelines: next.pipelines)
+                    switch next.frame {
+                    case .success(let request):
+                        queuedBytes -= request.http.body.count
+                        start(request, pipelines: next.pipelines)
+                    case .failure(let refusal):
+                        let index = started
+                        started += 1
+                        inFlight.append((index, true))
+                        connection.answer(index, refusal.responseMessage)
+                    }
                 }
                 // A client that does not read holds its socket's jobs back (the event loop's
                 // next page among them) until it has taken most of what waits for it.
@@ -294,11 +303,12 @@ final class WebSocketConnection: UpgradedConnection, @unchecked Sendable {
         mutating func handle(_ message: WebSocket.Message) {
             switch message {
             case .text(let bytes):
-                switch HTTPRequestFrame.parse(bytes) {
+                let parsed = HTTPRequestFrame.parse(bytes)
+                switch parsed {
                 case .success(let request):
-                    requests.append((request, connection.session.pipelines(request.http)))
+                    requests.append((parsed, connection.session.pipelines(request.http)))
                     queuedBytes += request.http.body.count
-                case .failure(let error): connection.sendText(error.responseMessage)
+                case .failure: requests.append((parsed, true))
                 }
             case .ping(let payload):
                 var frame: [UInt8] = []

@@ -608,6 +608,8 @@ func closeCode(_ client: WebSocketTestClient) -> String {
             _ = client.message()
             for (id, path) in ["/send/0", "/send/1", "/refused/2", "/send/3", "/read/4", "/send/5"].enumerated() {
                 client.sendText(#"{"id":\#(id),"method":"POST","path":"\#(path)"}"#)
+                // A malformed request is refused in its turn too (its id unread: null).
+                if id == 1 { client.sendText("not json") }
             }
             // The three sends and the refusal start before any is answered; the read waits.
             seen += session.logged(4)
@@ -615,7 +617,7 @@ func closeCode(_ client: WebSocketTestClient) -> String {
             seen.append("logged \(session.log.withLock { $0.count })")
             // Finished out of order (the refusal first), answered in order.
             for name in ["send/3", "send/1", "send/0"] where !session.release(name) { seen.append("no \(name)") }
-            for _ in 0..<4 { seen.append("answer \(client.message()?["id"] as? Int ?? -1)") }
+            for _ in 0..<5 { seen.append("answer \(client.message()?["id"] as? Int ?? -1)") }
             // Then the read, alone, and after it the last send.
             seen.append("answer \(client.message()?["id"] as? Int ?? -1)")
             seen += session.logged(6).suffix(2)
@@ -627,7 +629,8 @@ func closeCode(_ client: WebSocketTestClient) -> String {
         #expect(
             result == [
                 "start send/0 pipelined", "start send/1 pipelined", "start refused/2 pipelined",
-                "start send/3 pipelined", "logged 4", "answer 0", "answer 1", "answer 2", "answer 3", "answer 4",
+                "start send/3 pipelined", "logged 4", "answer 0", "answer 1", "answer -1", "answer 2", "answer 3",
+                "answer 4",
                 "start read/4", "start send/5 pipelined", "answer 5",
             ])
         #expect(finished.wait(timeout: .now() + 10) == .success)

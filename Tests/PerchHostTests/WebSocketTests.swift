@@ -285,10 +285,8 @@ extension [String: Any] {
                     return log
                 }
             }
-            #expect(
-                try flow.get() == [
-                    "greeting laptop", "answer 200 bob", "events [\"pong 7\"]", "listed 200",
-                ])
+            let log = try flow.get()
+            #expect(log == ["greeting laptop", "answer 200 bob", "events [\"pong 7\"]", "listed 200"])
         }
     }
 
@@ -378,10 +376,13 @@ extension [String: Any] {
             }
             #expect(ids.count == sent.count)
             #expect(ids == ids.sorted() && Set(ids).count == ids.count)
-            // The read sees bob's sends up to the one right before it, and none after it.
+            // The read sees bob's sends up to the one right before it, and none after it. (It lists
+            // the room's newest ten, which may all be the bot's replies: a listing that does not
+            // reach the send right before it was read before that send's commit.)
             let listed = (answers[120]["body"] as? [String: Any])?["data"] as? [[String: Any]] ?? []
+            let idOf119 = ((answers[119]["body"] as? [String: Any])?["data"] as? [String: Any])?["id"] as? Int ?? .max
+            #expect(listed.compactMap { $0["id"] as? Int }.max() ?? 0 >= idOf119)
             let bobs = listed.filter { $0["sender"] as? String == "bob" }.compactMap { $0["text"] as? String }
-            #expect(bobs.contains("!ping 119"))
             #expect(!bobs.contains { Int($0.dropFirst(6)).map { $0 > 119 } ?? true })
             // Stored in the order sent, each answered by the bot.
             var texts: [String] = []

@@ -113,13 +113,15 @@ import Testing
                 do: [{ reply: "pong {args}" }]
             """
         try await withTestHost(config: hostConfig, bots: ["b.yaml": bad, "good.yaml": good]) { chat in
-            // Each misbehaviour lands while the other bot keeps answering.
+            // Each misbehaviour lands while the other bot keeps answering. (The waits are bounds, not
+            // speeds: a loaded run, ThreadSanitizer with every suite at once, passed 10 s restarting
+            // the plugin.)
             try await chat.post("!do crash", as: "carol", to: .group("room"))
             try await chat.post("!ping 1", as: "carol", to: .group("room"))
-            try await chat.settle(timeout: .seconds(10))
+            try await chat.settle(timeout: .seconds(30))
             try await chat.post("!do hang", as: "carol", to: .group("other"))
             try await chat.post("!ping 2", as: "carol", to: .group("room"))
-            try await chat.settle(timeout: .seconds(10))
+            try await chat.settle(timeout: .seconds(30))
             try await chat.post("!do garbage", as: "carol", to: .group("room"))
             try await chat.post("!ping 3", as: "carol", to: .group("room"))
             let pongs = try await chat.waitFor("three pongs") {
@@ -129,7 +131,7 @@ import Testing
             }
             #expect(pongs == ["pong 1", "pong 2", "pong 3"])
             // After its crash and its hang the plugin is restarted and answers again.
-            try await chat.settle(timeout: .seconds(10))
+            try await chat.settle(timeout: .seconds(30))
             try await chat.post("!do ok", as: "carol", to: .group("room"))
             _ = try await chat.waitFor(timeout: .seconds(10), "the restarted plugin") {
                 try await chat.messages(in: .group("room")).first { $0.text == "fine ok" }

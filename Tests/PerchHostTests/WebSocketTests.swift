@@ -277,7 +277,8 @@ extension [String: Any] {
                     log.append(
                         "answer \(sent.answer?.status ?? 0) \(((message?["data"] as? [String: Any])?["sender"] as? String) ?? "-")"
                     )
-                    let reply = client.messages { $0.eventText == "pong 7" }
+                    // Generous: a loaded run (ThreadSanitizer, every suite at once) took up to 6 s.
+                    let reply = client.messages(until: { $0.eventText == "pong 7" }, timeout: 30)
                     log.append("events \((sent.events + (reply ?? [])).compactMap(\.eventText))")
                     // Carol's message comes as an event.
                     log.append(

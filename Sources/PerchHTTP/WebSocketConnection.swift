@@ -150,6 +150,8 @@ final class WebSocketConnection: UpgradedConnection, @unchecked Sendable {
         var started = 0
         /// The newest request that has queued its write or been answered.
         var settled = -1
+        /// Whether looking for the client's next request before sleeping has paid lately.
+        var spinHistory = SpinHistory()
         /// Sent our close frame: nothing more is read or answered.
         var closing = false
         /// The client's end is closed, or the socket failed.
@@ -236,7 +238,7 @@ final class WebSocketConnection: UpgradedConnection, @unchecked Sendable {
             // Looks for a moment before it sleeps (`SpinWait`): the client's next request often
             // comes within it, and a sleeping thread's CPU is slow to wake.
             var ready: Int32 = 0
-            if !SpinWait.spin({
+            if !spinHistory.spin({
                 ready = poll(&descriptors, 2, 0)
                 return ready != 0
             }) {

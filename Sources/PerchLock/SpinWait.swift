@@ -17,9 +17,11 @@ import Synchronization
 /// for the same reason, as do glibc's adaptive mutexes and Seastar's reactor.
 ///
 /// Looking never takes a CPU the work needs: a thread looks only when the process may run on more
-/// than one CPU, only while fewer threads than its CPUs less one are looking, and for at most
-/// ``budget`` after it ran out of work, so an idle host still sleeps. `PERCH_SPIN_MICROSECONDS`
-/// sets the budget (0: never look; at most 1,000; docs/configuration.md).
+/// than one CPU, with at most one thread fewer than the CPUs looking at a time, and for at most
+/// ``budget`` after it ran out of work, so an idle host still sleeps. Where looks keep finding
+/// nothing (a quiet socket, a writer between rare commits), the place stops looking but for a try
+/// now and then (``SpinHistory``). `PERCH_SPIN_MICROSECONDS` sets the budget (0: never look; at
+/// most 1,000; docs/configuration.md).
 public enum SpinWait {
     /// How long a thread looks for work before it sleeps, in nanoseconds; zero when it never does.
     public static let budget: UInt64 = budget(
@@ -39,16 +41,10 @@ public enum SpinWait {
         return min(microseconds ?? defaultMicroseconds, 1_000) * 1_000
     }
 
-    /// Asks `ready` until it says yes or ``budget`` has passed (once only, when the thread may not
-    /// look): whether it said yes.
-    public static func spin(_ ready: () -> Bool) -> Bool {
-        spin(for: budget, among: lookers, ready)
-    }
-
-    /// ``spin(_:)`` with the budget in nanoseconds, counted among `lookers`.
-    static func spin(for budget: UInt64, among lookers: Lookers, _ ready: () -> Bool) -> Bool {
-        if ready() { return true }
-        guard budget > 0, lookers.enter() else { return false }
+    /// Asks `ready` again and again for `budget` nanoseconds: whether it said yes, or nil when the
+    /// thread may not look (no budget, or `lookers` has no room).
+    static func look(for budget: UInt64, among lookers: Lookers, _ ready: () -> Bool) -> Bool? {
+        guard budget > 0, lookers.enter() else { return nil }
         defer { lookers.leave() }
         let until = DispatchTime.now().uptimeNanoseconds + budget
         repeat {
@@ -57,6 +53,12 @@ public enum SpinWait {
             if ready() { return true }
         } while DispatchTime.now().uptimeNanoseconds < until
         return false
+    }
+
+    /// Asks `ready` until it says yes or `budget` nanoseconds have passed, counted among `lookers`
+    /// (once only, when the thread may not look): whether it said yes.
+    static func spin(for budget: UInt64, among lookers: Lookers, _ ready: () -> Bool) -> Bool {
+        ready() || look(for: budget, among: lookers, ready) == true
     }
 
     /// The threads looking at once, up to a limit.
@@ -82,6 +84,46 @@ public enum SpinWait {
     }
 }
 
+/// What one place that waits remembers of its looks (``SpinWait``): after four in a row found
+/// nothing, it looks only every sixteenth time it waits, until a look finds work again. A quiet
+/// WebSocket or a writer between rare commits then costs no CPU for looking, while a busy one
+/// keeps looking. (glibc's adaptive mutexes likewise learn how long to spin from how long the
+/// last spins took.) For one thread at a time.
+public struct SpinHistory: Sendable {
+    /// Looks in a row that found nothing, and waits since the last look while it skips them.
+    private(set) var misses = 0
+    private var skipped = 0
+    static let missLimit = 4
+    static let probeInterval = 16
+
+    public init() {}
+
+    /// Whether `ready` says yes, at once or within a look when this place looks now.
+    public mutating func spin(_ ready: () -> Bool) -> Bool {
+        spin(for: SpinWait.budget, among: SpinWait.lookers, ready)
+    }
+
+    /// ``spin(_:)`` with the budget in nanoseconds, counted among `lookers`.
+    mutating func spin(for budget: UInt64, among lookers: SpinWait.Lookers, _ ready: () -> Bool) -> Bool {
+        if ready() { return true }
+        if misses >= Self.missLimit {
+            skipped += 1
+            guard skipped >= Self.probeInterval else { return false }
+            skipped = 0
+        }
+        switch SpinWait.look(for: budget, among: lookers, ready) {
+        case true?:
+            misses = 0
+            return true
+        case false?:
+            misses += 1
+            return false
+        case nil:
+            return false
+        }
+    }
+}
+
 /// A semaphore for one waiter that looks for a signal for ``SpinWait/budget`` before it sleeps.
 ///
 /// A `DispatchSemaphore` cannot be asked without a system call whether it was signalled (a wait
@@ -92,6 +134,8 @@ public final class SpinningSemaphore: Sendable {
     private let semaphore = DispatchSemaphore(value: 0)
     private let pending = Atomic<Int>(0)
     private let spinning: Bool
+    /// The waiter's own (one waiter at a time).
+    private let history = Mutex(SpinHistory())
 
     /// A semaphore whose waiter looks first when `spinning` (else a plain one).
     public init(spinning: Bool = true) { self.spinning = spinning }
@@ -104,7 +148,7 @@ public final class SpinningSemaphore: Sendable {
     /// Waits for a signal until `deadline`: whether one came.
     @discardableResult
     public func wait(until deadline: DispatchTime = .distantFuture) -> Bool {
-        if spinning, SpinWait.spin({ pending.load(ordering: .acquiring) > 0 }) {
+        if spinning, history.withLock({ $0.spin { pending.load(ordering: .acquiring) > 0 } }) {
             semaphore.wait()
         } else if semaphore.wait(timeout: deadline) != .success {
             return false

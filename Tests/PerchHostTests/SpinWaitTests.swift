@@ -88,6 +88,44 @@ import Testing
         #expect(finished.wait(timeout: .now() + 10) == .success)
     }
 
+    @Test func aPlaceWhoseLooksFindNothingLooksOnlyNowAndThenUntilOneFinds() {
+        var history = SpinHistory()
+        let lookers = SpinWait.Lookers(limit: 1)
+        /// Waits once with work that never comes: whether it looked (asked more than once).
+        func waitLooked() -> Bool {
+            var asks = 0
+            _ = history.spin(for: 20_000, among: lookers) {
+                asks += 1
+                return false
+            }
+            return asks > 1
+        }
+        // Four looks that find nothing; then 15 waits without a look, and a try on the 16th.
+        #expect((0..<4).map { _ in waitLooked() } == [true, true, true, true])
+        #expect((0..<15).map { _ in waitLooked() }.allSatisfy { !$0 })
+        #expect(waitLooked())
+        #expect(!waitLooked())
+        // A try that finds work brings the looks back.
+        for _ in 0..<14 { _ = waitLooked() }
+        var asks = 0
+        #expect(
+            history.spin(for: 10_000_000_000, among: lookers) {
+                asks += 1; return asks == 3
+            })
+        #expect((0..<4).map { _ in waitLooked() } == [true, true, true, true])
+        #expect(!waitLooked())
+    }
+
+    @Test func workThereAtOnceOrNoRoomToLookIsNotAMiss() {
+        var history = SpinHistory()
+        let none = SpinWait.Lookers(limit: 0)
+        for _ in 0..<10 {
+            #expect(history.spin(for: 20_000, among: none) { true })
+            #expect(!history.spin(for: 20_000, among: none) { false })
+        }
+        #expect(history.misses == 0)
+    }
+
     @Test(arguments: [true, false]) func theSemaphoreCountsItsSignals(spinning: Bool) {
         let semaphore = SpinningSemaphore(spinning: spinning)
         semaphore.signal()

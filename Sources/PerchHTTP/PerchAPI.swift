@@ -136,14 +136,7 @@ public final class PerchAPI: Sendable {
         var routeName = "unmatched"
         let response: HTTPResponse
         do {
-            var matched: (Route, [String: String])?
-            for route in routes {
-                if let parameters = route.match(http.method, parts) {
-                    matched = (route, parameters)
-                    break
-                }
-            }
-            guard let (route, parameters) = matched else {
+            guard let (route, parameters) = route(http.method, parts) else {
                 let pathExists = routes.contains { $0.match($0.method, parts) != nil }
                 throw ChatError(
                     .badRequest,
@@ -256,12 +249,20 @@ extension PerchAPI {
             handler: handler)
     }
 
+    /// The route for `method` and the path's `parts`, with its parameters.
+    func route(_ method: String, _ parts: [String]) -> (Route, [String: String])? {
+        for route in routes {
+            if let parameters = route.match(method, parts) { return (route, parameters) }
+        }
+        return nil
+    }
+
     /// Whether `http`, sent over a WebSocket, may start while the requests before it wait for
     /// their commits: its route pipelines and the store keeps the order of queued writes.
     func pipelines(_ http: HTTPRequest) -> Bool {
-        guard service.store.submitsInOrder, http.body.count <= maximumBodyBytes else { return false }
+        guard service.store.submitsInOrder else { return false }
         let parts = http.path.split(separator: "/", omittingEmptySubsequences: true).map(String.init)
-        return routes.first { $0.match(http.method, parts) != nil }?.pipelines ?? false
+        return route(http.method, parts)?.0.pipelines ?? false
     }
 
     static func table() -> [Route] {

@@ -39,9 +39,10 @@ public struct Pipelining: Sendable {
 /// order, and sends the caller's events. A request starts once those before it are answered (as
 /// HTTP/1.1 answers a keep-alive connection's), except that message sends sent back to back start
 /// while those before them wait for their commits (``Pipelining``), so a burst commits in batches
-/// on the store's writer while this thread reads the next; their answers still go out in order. The requests' tasks, the bots a request's commit resumes (``JoiningExecutor``) and the
-/// event loop's steps all run on this thread, so a message posted here and the bot reply it
-/// brings back cost one wake of the server.
+/// on the store's writer while this thread reads the next; their answers still go out in order.
+/// The requests' tasks, the bots a request's commit resumes (``JoiningExecutor``) and the event
+/// loop's steps all run on this thread, so a message posted here and the bot reply it brings back
+/// cost one wake of the server.
 ///
 /// Requests are text messages: `{"id": any, "method": "POST", "path": "/v3/messages", "body":
 /// {...}}`, answered with `{"type":"response","id":...,"status":201,"body":{...}}`; events are
@@ -64,6 +65,12 @@ final class WebSocketConnection: UpgradedConnection, @unchecked Sendable {
         /// An answer or a queued write came since the loop last looked.
         var changed = false
         var stopping = false
+
+        /// Request `index` has queued its write or been answered: the next may start.
+        mutating func settle(_ index: Int) {
+            settled = max(settled, index)
+            changed = true
+        }
     }
     /// Past this many bytes waiting to be sent, the loop runs no more jobs until the client reads.
     static let outboxLimit = 4 << 20
@@ -113,8 +120,7 @@ final class WebSocketConnection: UpgradedConnection, @unchecked Sendable {
                 shared.outbox += next
                 shared.nextAnswer += 1
             }
-            shared.settled = max(shared.settled, index)
-            shared.changed = true
+            shared.settle(index)
         }
         executor.signal()
     }
@@ -189,16 +195,7 @@ final class WebSocketConnection: UpgradedConnection, @unchecked Sendable {
                 if stopping, !closing { close(WebSocket.CloseCode.goingAway, "the server is stopping") }
                 if !closing, let next = requests.first, mayStart(pipelining: next.pipelines) {
                     requests.removeFirst()
-                    switch next.frame {
-                    case .success(let request):
-                        queuedBytes -= request.http.body.count
-                        start(request, pipelines: next.pipelines)
-                    case .failure(let refusal):
-                        let index = started
-                        started += 1
-                        inFlight.append((index, true))
-                        connection.answer(index, refusal.responseMessage)
-                    }
+                    start(next.frame, pipelines: next.pipelines)
                 }
                 // A client that does not read holds its socket's jobs back (the event loop's
                 // next page among them) until it has taken most of what waits for it.
@@ -333,16 +330,27 @@ final class WebSocketConnection: UpgradedConnection, @unchecked Sendable {
         /// Whether the next request may start now: when none is being answered, or when it and
         /// every request being answered pipeline and the newest of those has queued its write.
         func mayStart(pipelining: Bool) -> Bool {
+            // A request that does not pipeline starts alone, so when it is in flight it is the
+            // newest: the newest one's flag speaks for all of them.
             guard let newest = inFlight.last else { return true }
-            return pipelining && settled >= newest.index && inFlight.count < WebSocketConnection.inFlightLimit
-                && inFlight.allSatisfy(\.pipelines)
+            return pipelining && newest.pipelines && settled >= newest.index
+                && inFlight.count < WebSocketConnection.inFlightLimit
         }
 
-        /// Starts answering `request`: its task runs on this thread; its answer goes out in order.
-        mutating func start(_ request: HTTPRequestFrame, pipelines: Bool) {
+        /// Starts answering `frame`: a request's task runs on this thread, a refusal is answered at
+        /// once; either answer goes out in order.
+        mutating func start(_ frame: Result<HTTPRequestFrame, HTTPRequestFrame.Failure>, pipelines: Bool) {
             let index = started
             started += 1
             inFlight.append((index, pipelines))
+            let request: HTTPRequestFrame
+            switch frame {
+            case .success(let frame): request = frame
+            case .failure(let refusal):
+                connection.answer(index, refusal.responseMessage)
+                return
+            }
+            queuedBytes -= request.http.body.count
             let connection = connection
             let session = connection.session
             let pipelining =
@@ -350,10 +358,7 @@ final class WebSocketConnection: UpgradedConnection, @unchecked Sendable {
                 ? Pipelining(
                     moreWaiting: !requests.isEmpty,
                     queued: {
-                        connection.shared.withLock { shared in
-                            shared.settled = max(shared.settled, index)
-                            shared.changed = true
-                        }
+                        connection.shared.withLock { $0.settle(index) }
                         connection.executor.signal()
                     }) : nil
             Task(executorPreference: connection.executor) {

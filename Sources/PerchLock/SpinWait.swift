@@ -25,14 +25,16 @@ import Synchronization
 public enum SpinWait {
     /// How long a thread looks for work before it sleeps, in nanoseconds; zero when it never does.
     public static let budget: UInt64 = budget(
-        microseconds: getenv("PERCH_SPIN_MICROSECONDS").flatMap { UInt64(String(cString: $0)) },
-        cpus: Int(perch_process_cpu_count()))
+        microseconds: getenv("PERCH_SPIN_MICROSECONDS").flatMap { UInt64(String(cString: $0)) }, cpus: cpus)
 
     /// The default budget, in microseconds.
     public static let defaultMicroseconds: UInt64 = 50
 
+    /// The CPUs the process may run on.
+    private static let cpus = Int(perch_process_cpu_count())
+
     /// The threads looking now; at most one fewer than the process's CPUs.
-    static let lookers = Lookers(limit: max(Int(perch_process_cpu_count()) - 1, 0))
+    static let lookers = Lookers(limit: max(cpus - 1, 0))
 
     /// The budget, in nanoseconds, for a process on `cpus` CPUs with `microseconds` asked for (nil:
     /// the default).

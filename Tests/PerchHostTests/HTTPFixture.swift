@@ -207,9 +207,10 @@ func connectLoopback(port: UInt16) throws -> Int32 {
 
 /// Runs blocking work (socket reads) on a thread of its own, never on the concurrency pool, whose
 /// two threads on this machine every other test's host needs.
-func onThread<T: Sendable>(_ body: @escaping @Sendable () -> T) async -> T {
-    await withCheckedContinuation { continuation in
-        let thread = Thread { continuation.resume(returning: body()) }
+/// What `body` throws is thrown here.
+func onThread<T: Sendable, E: Error>(_ body: @escaping @Sendable () throws(E) -> T) async throws(E) -> T {
+    try await withCheckedContinuation { continuation in
+        let thread = Thread { continuation.resume(returning: Result { () throws(E) -> T in try body() }) }
         thread.start()
-    }
+    }.get()
 }

@@ -250,43 +250,38 @@ extension [String: Any] {
         try await withHTTPChat(bots: ["pinger.yaml": Self.pingBot]) { http in
             let port = http.server.port
             let user = user
-            let handshake = try await onThread { () -> Result<[String], any Error> in
-                Result {
-                    let client = try WebSocketTestClient(port: port, headers: user)
-                    defer { client.send(.close, WebSocket.closePayload(1000, "")) }
-                    let greeting = client.message()
-                    return [
-                        "\(client.status)", client.headers["upgrade"] ?? "-", client.headers["connection"] ?? "-",
-                        client.headers["sec-websocket-accept"] ?? "-", greeting?["type"] as? String ?? "-",
-                    ]
-                }
-            }.get()
+            let handshake = try await onThread { () throws -> [String] in
+                let client = try WebSocketTestClient(port: port, headers: user)
+                defer { client.send(.close, WebSocket.closePayload(1000, "")) }
+                let greeting = client.message()
+                return [
+                    "\(client.status)", client.headers["upgrade"] ?? "-", client.headers["connection"] ?? "-",
+                    client.headers["sec-websocket-accept"] ?? "-", greeting?["type"] as? String ?? "-",
+                ]
+            }
             #expect(handshake == ["101", "websocket", "Upgrade", "s3pPLMBiTxaQ9kYGzzhZRbK+xOo=", "session"])
 
-            let flow = await onThread { () -> Result<[String], any Error> in
-                Result {
-                    let client = try WebSocketTestClient(port: port, path: "/v3/ws?session=laptop", headers: user)
-                    var log: [String] = []
-                    log.append("greeting \(client.message()?["session"] as? String ?? "-")")
-                    // Bob's message: answered 200 with the message; the bot's reply comes as an
-                    // event; bob's own message does not (it was sent from this session).
-                    let sent = client.request(
-                        1, "POST", "/v3/messages",
-                        body: #"{"receiver":"room","receiverType":"group","data":{"text":"!ping 7"}}"#)
-                    let message = sent.answer?["body"] as? [String: Any]
-                    log.append(
-                        "answer \(sent.answer?.status ?? 0) \(((message?["data"] as? [String: Any])?["sender"] as? String) ?? "-")"
-                    )
-                    // Generous: a loaded run (ThreadSanitizer, every suite at once) took up to 6 s.
-                    let reply = client.messages(until: { $0.eventText == "pong 7" }, timeout: 30)
-                    log.append("events \((sent.events + (reply ?? [])).compactMap(\.eventText))")
-                    // Carol's message comes as an event.
-                    log.append(
-                        "listed \(client.request(2, "GET", "/v3/groups/room/messages?limit=2").answer?.status ?? 0)")
-                    return log
-                }
+            let log = try await onThread { () throws -> [String] in
+                let client = try WebSocketTestClient(port: port, path: "/v3/ws?session=laptop", headers: user)
+                var log: [String] = []
+                log.append("greeting \(client.message()?["session"] as? String ?? "-")")
+                // Bob's message: answered 200 with the message; the bot's reply comes as an
+                // event; bob's own message does not (it was sent from this session).
+                let sent = client.request(
+                    1, "POST", "/v3/messages",
+                    body: #"{"receiver":"room","receiverType":"group","data":{"text":"!ping 7"}}"#)
+                let message = sent.answer?["body"] as? [String: Any]
+                log.append(
+                    "answer \(sent.answer?.status ?? 0) \(((message?["data"] as? [String: Any])?["sender"] as? String) ?? "-")"
+                )
+                // Generous: a loaded run (ThreadSanitizer, every suite at once) took up to 6 s.
+                let reply = client.messages(until: { $0.eventText == "pong 7" }, timeout: 30)
+                log.append("events \((sent.events + (reply ?? [])).compactMap(\.eventText))")
+                // Carol's message comes as an event.
+                log.append(
+                    "listed \(client.request(2, "GET", "/v3/groups/room/messages?limit=2").answer?.status ?? 0)")
+                return log
             }
-            let log = try flow.get()
             #expect(log == ["greeting laptop", "answer 200 bob", "events [\"pong 7\"]", "listed 200"])
         }
     }
@@ -295,36 +290,34 @@ extension [String: Any] {
         try await withHTTPChat { http in
             let port = http.server.port
             let user = user
-            let answers = try await onThread { () -> Result<[String], any Error> in
-                Result {
-                    let client = try WebSocketTestClient(port: port, headers: user)
-                    _ = client.message()
-                    // Ten sends written at once: answered in order, stored in order.
-                    for index in 0..<10 {
-                        client.sendText(
-                            #"{"id":"s\#(index)","method":"POST","path":"/v3/messages","body":{"receiver":"room","receiverType":"group","data":{"text":"m\#(index)"}}}"#
-                        )
-                    }
-                    var log: [String] = []
-                    let ids = (0..<10).compactMap { _ in
-                        client.messages { $0["type"] as? String == "response" }?.last?["id"] as? String
-                    }
-                    log.append(ids.joined(separator: ","))
-                    // Refusals: a typed error each, the socket still open.
-                    client.sendText("not json")
-                    log.append("\(client.message()?.errorCode ?? "-")")
-                    log.append(
-                        "\(client.request(3, "POST", "/v3/messages", body: #"{"receiver":"room","receiverType":"group","data":{"text":""}}"#).answer?.errorCode ?? "-")"
+            let answers = try await onThread { () throws -> [String] in
+                let client = try WebSocketTestClient(port: port, headers: user)
+                _ = client.message()
+                // Ten sends written at once: answered in order, stored in order.
+                for index in 0..<10 {
+                    client.sendText(
+                        #"{"id":"s\#(index)","method":"POST","path":"/v3/messages","body":{"receiver":"room","receiverType":"group","data":{"text":"m\#(index)"}}}"#
                     )
-                    log.append("\(client.request(4, "GET", "/v3/events").answer?.errorCode ?? "-")")
-                    log.append(
-                        "\(client.request(5, "POST", "/v3/users", body: #"{"uid":"x","name":"X"}"#).answer?.errorCode ?? "-")"
-                    )
-                    log.append("\(client.request(6, "GET", "/v3/nowhere").answer?.status ?? 0)")
-                    log.append("\(client.request(7, "GET", "/healthz").answer?["body"] as? String ?? "-")")
-                    return log
                 }
-            }.get()
+                var log: [String] = []
+                let ids = (0..<10).compactMap { _ in
+                    client.messages { $0["type"] as? String == "response" }?.last?["id"] as? String
+                }
+                log.append(ids.joined(separator: ","))
+                // Refusals: a typed error each, the socket still open.
+                client.sendText("not json")
+                log.append("\(client.message()?.errorCode ?? "-")")
+                log.append(
+                    "\(client.request(3, "POST", "/v3/messages", body: #"{"receiver":"room","receiverType":"group","data":{"text":""}}"#).answer?.errorCode ?? "-")"
+                )
+                log.append("\(client.request(4, "GET", "/v3/events").answer?.errorCode ?? "-")")
+                log.append(
+                    "\(client.request(5, "POST", "/v3/users", body: #"{"uid":"x","name":"X"}"#).answer?.errorCode ?? "-")"
+                )
+                log.append("\(client.request(6, "GET", "/v3/nowhere").answer?.status ?? 0)")
+                log.append("\(client.request(7, "GET", "/healthz").answer?["body"] as? String ?? "-")")
+                return log
+            }
             #expect(answers[0] == (0..<10).map { "s\($0)" }.joined(separator: ","))
             #expect(
                 Array(answers.dropFirst()) == [
@@ -343,26 +336,24 @@ extension [String: Any] {
         try await withHTTPChat(bots: ["pinger.yaml": Self.pingBot]) { http in
             let port = http.server.port
             let user = user
-            let raw = try await onThread { () -> Result<[Data], any Error> in
-                Result {
-                    let client = try WebSocketTestClient(port: port, headers: user)
-                    _ = client.message()
-                    for index in 0..<200 {
-                        let text = index == 60 ? "" : "!ping \(index)"
-                        let receiver = index == 90 ? "nowhere" : "room"
-                        client.sendText(
-                            index == 120
-                                ? #"{"id":120,"method":"GET","path":"/v3/groups/room/messages?limit=10"}"#
-                                : #"{"id":\#(index),"method":"POST","path":"/v3/messages","body":{"receiver":"\#(receiver)","receiverType":"group","data":{"text":"\#(text)"}}}"#
-                        )
-                    }
-                    return try (0..<200).compactMap { _ in
-                        try client.messages { $0["type"] as? String == "response" }?.last.map {
-                            try JSONSerialization.data(withJSONObject: $0)
-                        }
+            let raw = try await onThread { () throws -> [Data] in
+                let client = try WebSocketTestClient(port: port, headers: user)
+                _ = client.message()
+                for index in 0..<200 {
+                    let text = index == 60 ? "" : "!ping \(index)"
+                    let receiver = index == 90 ? "nowhere" : "room"
+                    client.sendText(
+                        index == 120
+                            ? #"{"id":120,"method":"GET","path":"/v3/groups/room/messages?limit=10"}"#
+                            : #"{"id":\#(index),"method":"POST","path":"/v3/messages","body":{"receiver":"\#(receiver)","receiverType":"group","data":{"text":"\#(text)"}}}"#
+                    )
+                }
+                return try (0..<200).compactMap { _ in
+                    try client.messages { $0["type"] as? String == "response" }?.last.map {
+                        try JSONSerialization.data(withJSONObject: $0)
                     }
                 }
-            }.get()
+            }
             let answers = try raw.map { try #require(JSONSerialization.jsonObject(with: $0) as? [String: Any]) }
             #expect(answers.compactMap { $0["id"] as? Int } == Array(0..<200))
             #expect(answers.count == 200)
@@ -404,22 +395,20 @@ extension [String: Any] {
         try await withHTTPChat { http in
             let port = http.server.port
             let user = user
-            let statuses = try await onThread { () -> Result<[Int], any Error> in
-                Result {
-                    [
-                        try WebSocketTestClient(port: port, headers: user.merging(["Upgrade": ""]) { $1 }).status,
-                        try WebSocketTestClient(
-                            port: port, headers: user.merging(["Sec-WebSocket-Version": "8"]) { $1 }
-                        )
+            let statuses = try await onThread { () throws -> [Int] in
+                [
+                    try WebSocketTestClient(port: port, headers: user.merging(["Upgrade": ""]) { $1 }).status,
+                    try WebSocketTestClient(
+                        port: port, headers: user.merging(["Sec-WebSocket-Version": "8"]) { $1 }
+                    )
+                    .status,
+                    try WebSocketTestClient(port: port, headers: user, key: "short").status,
+                    try WebSocketTestClient(port: port, headers: user.merging(["Connection": "keep-alive"]) { $1 })
                         .status,
-                        try WebSocketTestClient(port: port, headers: user, key: "short").status,
-                        try WebSocketTestClient(port: port, headers: user.merging(["Connection": "keep-alive"]) { $1 })
-                            .status,
-                        try WebSocketTestClient(port: port, headers: [:]).status,
-                        try WebSocketTestClient(port: port, headers: ["apikey": "wrong"]).status,
-                    ]
-                }
-            }.get()
+                    try WebSocketTestClient(port: port, headers: [:]).status,
+                    try WebSocketTestClient(port: port, headers: ["apikey": "wrong"]).status,
+                ]
+            }
             #expect(statuses == [426, 426, 400, 400, 401, 401])
             // The plain request names what is wrong.
             let plain = try await http.call("GET", "/v3/ws", as: .user("bob"))
@@ -432,35 +421,33 @@ extension [String: Any] {
         try await withHTTPChat { http in
             let port = http.server.port
             let user = user
-            let closes = try await onThread { () -> Result<[String], any Error> in
-                Result {
-                    var log: [String] = []
+            let closes = try await onThread { () throws -> [String] in
+                var log: [String] = []
+                let client = try WebSocketTestClient(port: port, headers: user)
+                _ = client.message()
+                client.send(.ping, Array("hi".utf8))
+                let pong = client.frame()
+                log.append("\(pong?.opcode == .pong) \(String(decoding: pong?.payload ?? [], as: UTF8.self))")
+                client.send(.close, WebSocket.closePayload(1000, "done"))
+                log.append(closeCode(client))
+                for bad: (WebSocket.Opcode, [UInt8], Bool) in [
+                    (.binary, [1, 2], true), (.text, [0xFF], true), (.continuation, [0x61], true),
+                    (.text, [UInt8](repeating: 0x61, count: 80 * 1024), true),
+                ] {
                     let client = try WebSocketTestClient(port: port, headers: user)
                     _ = client.message()
-                    client.send(.ping, Array("hi".utf8))
-                    let pong = client.frame()
-                    log.append("\(pong?.opcode == .pong) \(String(decoding: pong?.payload ?? [], as: UTF8.self))")
-                    client.send(.close, WebSocket.closePayload(1000, "done"))
+                    client.send(bad.0, bad.1, fin: bad.2)
                     log.append(closeCode(client))
-                    for bad: (WebSocket.Opcode, [UInt8], Bool) in [
-                        (.binary, [1, 2], true), (.text, [0xFF], true), (.continuation, [0x61], true),
-                        (.text, [UInt8](repeating: 0x61, count: 80 * 1024), true),
-                    ] {
-                        let client = try WebSocketTestClient(port: port, headers: user)
-                        _ = client.message()
-                        client.send(bad.0, bad.1, fin: bad.2)
-                        log.append(closeCode(client))
-                    }
-                    // An unmasked frame.
-                    let unmasked = try WebSocketTestClient(port: port, headers: user)
-                    _ = unmasked.message()
-                    var frame: [UInt8] = []
-                    WebSocket.append(.text, Array("{}".utf8), to: &frame)
-                    unmasked.write(frame)
-                    log.append(closeCode(unmasked))
-                    return log
                 }
-            }.get()
+                // An unmasked frame.
+                let unmasked = try WebSocketTestClient(port: port, headers: user)
+                _ = unmasked.message()
+                var frame: [UInt8] = []
+                WebSocket.append(.text, Array("{}".utf8), to: &frame)
+                unmasked.write(frame)
+                log.append(closeCode(unmasked))
+                return log
+            }
             #expect(closes == ["true hi", "1000", "1003", "1007", "1002", "1009", "1002"])
         }
     }
@@ -469,13 +456,11 @@ extension [String: Any] {
         try await withHTTPChat { http in
             let port = http.server.port
             let user = user
-            let client = try await onThread { () -> Result<WebSocketTestClient, any Error> in
-                Result {
-                    let client = try WebSocketTestClient(port: port, headers: user)
-                    _ = client.message()
-                    return client
-                }
-            }.get()
+            let client = try await onThread { () throws -> WebSocketTestClient in
+                let client = try WebSocketTestClient(port: port, headers: user)
+                _ = client.message()
+                return client
+            }
             let server = http.server
             await onThread { server.stop() }
             #expect(await onThread { closeCode(client) } == "1001")
@@ -498,33 +483,29 @@ extension WebSocketEndpointTests {
             }
             let port = http.server.port
             let user = user
-            let ids = try await onThread { () -> Result<[Int], any Error> in
-                Result {
-                    let client = try WebSocketTestClient(port: port, headers: user)
-                    _ = client.message()
-                    // About 70 KB an answer: 150 of them are more than the kernel's buffers and
-                    // the server's own hold.
-                    for id in 0..<150 {
-                        client.sendText(#"{"id":\#(id),"method":"GET","path":"/v3/groups/room/messages?limit=100"}"#)
-                    }
-                    usleep(500_000)
-                    return (0..<150).compactMap { _ in
-                        client.messages { $0["type"] as? String == "response" }?.last?["id"] as? Int
-                    }
+            let ids = try await onThread { () throws -> [Int] in
+                let client = try WebSocketTestClient(port: port, headers: user)
+                _ = client.message()
+                // About 70 KB an answer: 150 of them are more than the kernel's buffers and
+                // the server's own hold.
+                for id in 0..<150 {
+                    client.sendText(#"{"id":\#(id),"method":"GET","path":"/v3/groups/room/messages?limit=100"}"#)
                 }
-            }.get()
+                usleep(500_000)
+                return (0..<150).compactMap { _ in
+                    client.messages { $0["type"] as? String == "response" }?.last?["id"] as? Int
+                }
+            }
             #expect(ids == Array(0..<150))
 
-            let stalled = try await onThread { () -> Result<WebSocketTestClient, any Error> in
-                Result {
-                    let client = try WebSocketTestClient(port: port, headers: user)
-                    for id in 0..<150 {
-                        client.sendText(#"{"id":\#(id),"method":"GET","path":"/v3/groups/room/messages?limit=100"}"#)
-                    }
-                    usleep(500_000)
-                    return client
+            let stalled = try await onThread { () throws -> WebSocketTestClient in
+                let client = try WebSocketTestClient(port: port, headers: user)
+                for id in 0..<150 {
+                    client.sendText(#"{"id":\#(id),"method":"GET","path":"/v3/groups/room/messages?limit=100"}"#)
                 }
-            }.get()
+                usleep(500_000)
+                return client
+            }
             let server = http.server
             await onThread { server.stop() }
             withExtendedLifetime(stalled) {}

@@ -260,10 +260,11 @@ extension ChatStore {
         submit(body, callerGoesOn: false)
     }
 
-    /// A store without ordered queueing runs the body in a task: the order of commits is then not
-    /// the order of calls.
+    /// Only a store that queues its own writes keeps their order (below, it does not).
     public var submitsInOrder: Bool { false }
 
+    /// A store without ordered queueing runs the body in a task: the order of commits is then not
+    /// the order of calls.
     public func submit<T: Sendable>(
         _ body: @escaping @Sendable (any ChatWriteTransaction) throws -> T, callerGoesOn: Bool
     ) -> PendingWrite<T> {

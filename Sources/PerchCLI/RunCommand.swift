@@ -73,10 +73,17 @@ public enum RunCommand {
                 web: webSettings(config, loaded),
                 maximumBodyBytes: config.server.maxBodyBytes,
                 messagesPerMinute: config.limits.messagesPerMinute)
+            let connections = config.server.maxStreams + HTTPServer.requestReserve
+            if let shortfall = FileDescriptorLimit.shortfall(
+                connections: connections, limit: FileDescriptorLimit.raise())
+            {
+                logger.warning(shortfall)
+            }
             do {
                 server = try HTTPServer(
                     host: address.host, port: address.port,
                     maximumBodyBytes: max(config.server.maxBodyBytes, config.server.maxUploadBytes),
+                    maximumStreams: config.server.maxStreams,
                     handler: { request in await api.respond(to: request) })
                 logger.info("http listening", ["address": "\(address.host):\(server!.port)"])
             } catch {

@@ -83,12 +83,19 @@ public protocol EventStreamSource: FinishableConnection {
 
 /// An HTTP server on libmicrohttpd: one thread per connection, keep-alive, bodies up to a limit.
 /// Handlers are async; the connection's thread waits for them.
+///
+/// A stream (an event stream, a WebSocket) keeps its connection and thread for as long as it is
+/// open, so at most `maximumStreams` are open at once: the next is answered 503
+/// `ERR_TOO_MANY_STREAMS {limit, retryAfter}` with `Retry-After`. Another ``requestReserve``
+/// connections stay for everything else, so health checks and the API keep answering while the
+/// streams are full.
 public final class HTTPServer: Sendable {
     public typealias Handler = @Sendable (HTTPRequest) async -> HTTPResponse
 
     let handler: Handler
     let maximumBodyBytes: Int
     let heartbeat: Duration
+    public let maximumStreams: Int
     private let daemon: Lock<DaemonBox?> = Lock(nil)
     let context: ServerContext
     public let port: UInt16
@@ -98,20 +105,25 @@ public final class HTTPServer: Sendable {
         let pointer: OpaquePointer
     }
 
+    /// Connections beyond the streams' for requests that are not streams.
+    public static let requestReserve = 64
+
     /// Starts listening on `host:port` (port 0 picks a free one).
     /// - Throws: ``HTTPServerError`` when the address cannot be bound.
     public init(
         host: String, port: UInt16, maximumBodyBytes: Int, heartbeat: Duration = .seconds(15),
-        handler: @escaping Handler
+        maximumStreams: Int = 1_000, handler: @escaping Handler
     ) throws {
         self.handler = handler
         self.maximumBodyBytes = maximumBodyBytes
         self.heartbeat = heartbeat
+        self.maximumStreams = max(1, maximumStreams)
         let box = ServerContext()
         // The daemon holds an unretained pointer; `context` keeps the box alive as long as the server.
         guard
             let started = perch_mhd_start(
-                host, port, accessHandler, Unmanaged.passUnretained(box).toOpaque(), completedHandler, 1024, 300)
+                host, port, accessHandler, Unmanaged.passUnretained(box).toOpaque(), completedHandler,
+                UInt32(clamping: self.maximumStreams + Self.requestReserve), 300)
         else {
             throw HTTPServerError(description: "cannot listen on \(host):\(port)")
         }
@@ -190,6 +202,22 @@ final class ServerContext: Sendable {
     private let streams = Lock<[ObjectIdentifier: any FinishableConnection]?>([:])
     /// Upgraded connections whose loops still run, even after ``stopStreams()``.
     private let upgrades = Lock(0)
+    /// Streams and upgrades answered and not yet over (``admitStream(limit:)``).
+    private let admitted = Lock(0)
+
+    /// Takes one of `limit` stream places; nil when all are taken.
+    func admitStream(limit: Int) -> StreamPlace? {
+        let taken = admitted.withLock { count -> Bool in
+            guard count < limit else { return false }
+            count += 1
+            return true
+        }
+        return taken ? StreamPlace(context: self) : nil
+    }
+
+    fileprivate func releaseStream() {
+        admitted.withLock { $0 -= 1 }
+    }
 
     var hasOpenUpgrades: Bool { upgrades.withLock { $0 > 0 } }
 
@@ -220,6 +248,22 @@ final class ServerContext: Sendable {
     }
 }
 
+/// A stream's place among the server's `maximumStreams`, given back once (``release()``).
+final class StreamPlace: Sendable {
+    private let context: ServerContext
+    private let released = Lock(false)
+
+    fileprivate init(context: ServerContext) { self.context = context }
+
+    func release() {
+        let first = released.withLock { released -> Bool in
+            defer { released = true }
+            return !released
+        }
+        if first { context.releaseStream() }
+    }
+}
+
 /// The server as its C callbacks see it, without keeping it alive.
 struct WeakServer: @unchecked Sendable {
     weak var value: HTTPServer?
@@ -235,6 +279,8 @@ final class RequestState {
     var executor: ThreadExecutor?
     /// The connection that takes the socket over once the 101 is sent.
     var upgrade: (any UpgradedConnection)?
+    /// The upgrade's place among the streams, given back when its loop ends (or it never starts).
+    var upgradePlace: StreamPlace?
 }
 
 private func collect(_ connection: OpaquePointer?, _ kind: MHD_ValueKind, lowercase: Bool) -> [String: String] {
@@ -301,9 +347,8 @@ let accessHandler: MHD_AccessHandlerCallback = {
             // A stream's request completes when the stream ends: nothing waits that long.
             executor.stop()
         }
-        state.upgrade = response.upgrade
     }
-    return queue(response, on: connection, server: server)
+    return queue(response, on: connection, state: state, server: server)
 }
 
 /// Runs an upgraded connection on the connection's thread (libmicrohttpd calls this once the 101
@@ -325,6 +370,7 @@ let upgradeHandler: MHD_UpgradeHandler = { context, _, requestContext, extra, ex
         }
         serverContext.upgrade(running: false)
     }
+    state.upgradePlace?.release()
     _ = perch_mhd_upgrade_close(handle)
 }
 
@@ -333,6 +379,8 @@ let completedHandler: MHD_RequestCompletedCallback = { _, _, requestContext, _ i
     let state = Unmanaged<RequestState>.fromOpaque(pointer).takeRetainedValue()
     requestContext.pointee = nil
     if let executor = state.executor { HTTPServer.finish(executor) }
+    // An upgrade whose loop never started (the client left before the 101 went out).
+    if state.upgrade != nil { state.upgradePlace?.release() }
 }
 
 /// A streamed body's reader state, owned by libmicrohttpd until its free callback.
@@ -340,24 +388,62 @@ final class StreamBox {
     let source: any EventStreamSource
     let heartbeat: Duration
     let context: ServerContext
+    let place: StreamPlace?
     var pending: [UInt8] = []
     var finished = false
 
-    init(source: any EventStreamSource, heartbeat: Duration, context: ServerContext) {
+    init(source: any EventStreamSource, heartbeat: Duration, context: ServerContext, place: StreamPlace?) {
         self.source = source
         self.heartbeat = heartbeat
         self.context = context
+        self.place = place
     }
 }
 
-func queue(_ response: HTTPResponse, on connection: OpaquePointer?, server: HTTPServer) -> MHD_Result {
+/// The answer to a stream beyond the server's `maximumStreams`.
+func tooManyStreams(_ limit: Int) -> HTTPResponse {
+    var response = HTTPResponse.json(
+        503,
+        #"{"error":{"code":"ERR_TOO_MANY_STREAMS","message":"The server has \#(limit) streams open, its limit; try again shortly.","details":{"limit":\#(limit),"retryAfter":5}}}"#
+    )
+    // The connection closes after the answer: a refused client does not keep a connection that
+    // the requests which are not streams need.
+    response.headers += [("Retry-After", "5"), ("Connection", "close")]
+    return response
+}
+
+func queue(_ response: HTTPResponse, on connection: OpaquePointer?, state: RequestState, server: HTTPServer)
+    -> MHD_Result
+{
+    guard response.stream != nil || response.upgrade != nil else {
+        return queue(response, on: connection, server: server)
+    }
+    guard let place = server.context.admitStream(limit: server.maximumStreams) else {
+        if let stream = response.stream {
+            stream.finish()
+            stream.close()
+        }
+        return queue(tooManyStreams(server.maximumStreams), on: connection, server: server)
+    }
+    if response.upgrade != nil {
+        state.upgrade = response.upgrade
+        state.upgradePlace = place
+    }
+    let result = queue(response, on: connection, server: server, place: place)
+    if result == .NO, response.stream != nil { place.release() }
+    return result
+}
+
+func queue(_ response: HTTPResponse, on connection: OpaquePointer?, server: HTTPServer, place: StreamPlace? = nil)
+    -> MHD_Result
+{
     let mhdResponse: OpaquePointer?
     if response.upgrade != nil {
         mhdResponse = MHD_create_response_for_upgrade(
             upgradeHandler, Unmanaged.passUnretained(server.context).toOpaque())
     } else if let stream = response.stream {
         if !server.context.open(stream) { stream.finish() }
-        let box = StreamBox(source: stream, heartbeat: server.heartbeat, context: server.context)
+        let box = StreamBox(source: stream, heartbeat: server.heartbeat, context: server.context, place: place)
         mhdResponse = MHD_create_response_from_callback(
             perch_mhd_size_unknown(), 4096,
             { context, _, buffer, maximum in
@@ -387,6 +473,7 @@ func queue(_ response: HTTPResponse, on connection: OpaquePointer?, server: HTTP
                 let box = Unmanaged<StreamBox>.fromOpaque(context).takeRetainedValue()
                 box.context.closed(box.source)
                 box.source.close()
+                box.place?.release()
             })
     } else {
         mhdResponse = response.body.withUnsafeBytes { bytes in

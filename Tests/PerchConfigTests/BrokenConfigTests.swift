@@ -106,6 +106,9 @@ let brokenCases: [BrokenCase] = [
         "out of range", "version: 1\nlimits:\n  pinsPerConversation: 0\n",
         "config.yaml:3:24: error: limits.pinsPerConversation: 0 is out of range; expected 1 to 10000"),
     .config(
+        "streams out of range", "version: 1\nserver:\n  maxStreams: 0\n",
+        "config.yaml:3:15: error: server.maxStreams: 0 is out of range; expected 1 to 100000"),
+    .config(
         "bad listen address", "version: 1\nserver:\n  listen: localhost\n",
         "config.yaml:3:11: error: server.listen: expected host:port, found 'localhost'"),
     .config(

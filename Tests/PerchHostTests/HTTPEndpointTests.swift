@@ -282,6 +282,52 @@ import Testing
         }
     }
 
+    @Test func streamsBeyondTheLimitAreAnswered503AndRequestsStillGetThrough() async throws {
+        try await withHTTPChat(maximumStreams: 2) { http in
+            let port = http.server.port
+            let bob = ["apikey": apiKey, "onBehalfOf": "bob"]
+            func stream() throws -> SSEClient { try SSEClient(port: port, path: "/v3/events", headers: bob) }
+            /// Opens streams until one is admitted (a place comes back once the server sees its
+            /// stream's client gone, at the next heartbeat); the admitted one.
+            func admitted() async throws -> SSEClient? {
+                for _ in 0..<50 {
+                    let client = try stream()
+                    await onThread { client.waitUntilOpen(timeout: 1) }
+                    if client.buffer.contains("perch.session") { return client }
+                    try await Task.sleep(for: .milliseconds(100))
+                }
+                return nil
+            }
+            let first = try stream()
+            let socket = try await onThread { try WebSocketTestClient(port: port, headers: bob) }
+            await onThread { first.waitUntilOpen() }
+            #expect(first.buffer.contains("perch.session") && socket.status == 101)
+
+            // The third stream is refused, saying the limit and when to try again; so is a WebSocket.
+            let third = try stream()
+            let refused = await onThread { third.readToEnd() }
+            #expect(refused.hasPrefix("HTTP/1.1 503") || refused.hasPrefix("HTTP/1.0 503"))
+            #expect(refused.lowercased().contains("retry-after: 5"))
+            // The refused client does not keep a connection the other requests need.
+            #expect(refused.lowercased().contains("connection: close"))
+            #expect(refused.contains(#""code":"ERR_TOO_MANY_STREAMS""#))
+            #expect(refused.contains(#""limit":2"#) && refused.contains(#""retryAfter":5"#))
+            let refusedSocket = try await onThread { try WebSocketTestClient(port: port, headers: bob) }
+            #expect(refusedSocket.status == 503)
+            // Requests that are not streams still get through.
+            #expect(try await http.call("GET", "/v3/groups/room/messages", as: .user("bob")).status == 200)
+
+            // A stream whose client left gives its place back, and so does a closed WebSocket.
+            try first.handle.close()
+            let next = try await admitted()
+            #expect(next != nil)
+            await onThread { socket.send(.close, WebSocket.closePayload(1000, "")) }
+            let after = try await admitted()
+            #expect(after != nil)
+            #expect(try await onThread { try WebSocketTestClient(port: port, headers: bob) }.status == 503)
+        }
+    }
+
     @Test func aRequestCaughtByShutdownIsAnswered503AndNotLoggedAsAFailure() async throws {
         try await withHTTPChat { http in
             await http.chat.host.stop()

@@ -64,7 +64,8 @@ struct HTTPChat: Sendable {
 
 func withHTTPChat(
     bots: [String: String] = [:], maximumBody: Int = 64 * 1024, messagesPerMinute: Int = 0, web: WebSettings? = nil,
-    registry: PluginRegistry = .standard, executor: (any TaskExecutor)? = nil, _ body: (HTTPChat) async throws -> Void
+    maximumStreams: Int = 1_000, registry: PluginRegistry = .standard, executor: (any TaskExecutor)? = nil,
+    _ body: (HTTPChat) async throws -> Void
 )
     async throws
 {
@@ -75,7 +76,8 @@ func withHTTPChat(
             service: chat.service, host: chat.host, apiKey: apiKey, metrics: chat.host.metrics, media: media, web: web,
             maximumBodyBytes: maximumBody, messagesPerMinute: messagesPerMinute)
         let server = try HTTPServer(
-            host: "127.0.0.1", port: 0, maximumBodyBytes: max(maximumBody, 32 * 1024), heartbeat: .seconds(1)
+            host: "127.0.0.1", port: 0, maximumBodyBytes: max(maximumBody, 32 * 1024), heartbeat: .seconds(1),
+            maximumStreams: maximumStreams
         ) {
             await api.respond(to: $0)
         }
@@ -168,6 +170,19 @@ final class SSEClient: @unchecked Sendable {
             }
         }
         return answers
+    }
+
+    /// Reads until the server closes the connection (or `timeout` passes): the whole answer.
+    func readToEnd(timeout: TimeInterval = 5) -> String {
+        let deadline = Date().addingTimeInterval(timeout)
+        var fds = pollfd(fd: handle.fileDescriptor, events: Int16(POLLIN), revents: 0)
+        while Date() < deadline {
+            guard poll(&fds, 1, 100) > 0 else { continue }
+            let data = handle.availableData
+            if data.isEmpty { break }
+            buffer += String(decoding: data, as: UTF8.self)
+        }
+        return buffer
     }
 
     func parsed() -> [(id: Int64, name: String)] {

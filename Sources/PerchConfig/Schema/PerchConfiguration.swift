@@ -90,6 +90,9 @@ public struct ServerConfiguration: Decodable, Sendable {
     /// `webDirectory` (default `web`, relative to config.yaml): the web chat's static files, served
     /// at `/`; empty serves none.
     public var webDirectory: String = "web"
+    /// `maxStreams` (default 1000): event streams and WebSockets open at once; the next is answered
+    /// 503 `ERR_TOO_MANY_STREAMS`. Each holds a connection and a thread (about 50 KiB).
+    public var maxStreams: Int = 1_000
 
     public static let defaultUploadTypes = [
         "image/png", "image/jpeg", "image/gif", "image/webp", "audio/mpeg", "audio/ogg", "video/mp4", "video/webm",
@@ -100,6 +103,7 @@ public struct ServerConfiguration: Decodable, Sendable {
 
     enum CodingKeys: String, CodingKey {
         case listen, dataDirectory, apiKey, maxBodyBytes, maxUploadBytes, devSignIn, uploadTypes, webDirectory
+        case maxStreams
     }
 
     public init(from decoder: any Decoder) throws {
@@ -112,6 +116,7 @@ public struct ServerConfiguration: Decodable, Sendable {
         devSignIn = try c.decodeIfPresent(Bool.self, forKey: .devSignIn) ?? devSignIn
         uploadTypes = try c.decodeIfPresent([String].self, forKey: .uploadTypes) ?? uploadTypes
         webDirectory = try c.decodeIfPresent(String.self, forKey: .webDirectory) ?? webDirectory
+        maxStreams = try c.decodeIfPresent(Int.self, forKey: .maxStreams) ?? maxStreams
     }
 
     /// The host and port of ``listen``, or nil when it is not `host:port`.

@@ -10,14 +10,18 @@ enum FileDescriptorLimit {
 
     /// Raises the soft limit to the hard one (as Go's runtime and systemd's services do: the soft
     /// limit of 1,024 is a default for programs that use `select`, which Perch does not) and answers
-    /// the limit now in force.
+    /// the limit now in force. An unlimited hard limit is more than Linux lets a process open
+    /// (`fs.nr_open`, 1,048,576 by default), so the soft one then goes as far as that.
     static func raise() -> Int {
         var limit = rlimit()
         guard getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit) == 0 else { return 1_024 }
-        if limit.rlim_cur < limit.rlim_max {
+        for target in [limit.rlim_max, min(limit.rlim_max, 1 << 20)] where limit.rlim_cur < target {
             var raised = limit
-            raised.rlim_cur = limit.rlim_max
-            if setrlimit(Int32(RLIMIT_NOFILE.rawValue), &raised) == 0 { limit = raised }
+            raised.rlim_cur = target
+            if setrlimit(Int32(RLIMIT_NOFILE.rawValue), &raised) == 0 {
+                limit = raised
+                break
+            }
         }
         return limit.rlim_cur >= rlim_t(Int.max) ? Int.max : Int(limit.rlim_cur)
     }

@@ -202,22 +202,6 @@ final class ServerContext: Sendable {
     private let streams = Lock<[ObjectIdentifier: any FinishableConnection]?>([:])
     /// Upgraded connections whose loops still run, even after ``stopStreams()``.
     private let upgrades = Lock(0)
-    /// Streams and upgrades answered and not yet over (``admitStream(limit:)``).
-    private let admitted = Lock(0)
-
-    /// Takes one of `limit` stream places; nil when all are taken.
-    func admitStream(limit: Int) -> StreamPlace? {
-        let taken = admitted.withLock { count -> Bool in
-            guard count < limit else { return false }
-            count += 1
-            return true
-        }
-        return taken ? StreamPlace(context: self) : nil
-    }
-
-    fileprivate func releaseStream() {
-        admitted.withLock { $0 -= 1 }
-    }
 
     var hasOpenUpgrades: Bool { upgrades.withLock { $0 > 0 } }
 
@@ -226,13 +210,27 @@ final class ServerContext: Sendable {
         upgrades.withLock { $0 += running ? 1 : -1 }
     }
 
-    /// Records a stream that starts; false when the server is stopping.
-    func open(_ stream: any FinishableConnection) -> Bool {
+    enum Opening {
+        case opened
+        /// `limit` streams are open.
+        case full
+        case stopping
+    }
+
+    /// Records a stream or an upgrade that is answered, unless `limit` are open already or the
+    /// server is stopping.
+    func open(_ stream: any FinishableConnection, limit: Int) -> Opening {
         streams.withLock { streams in
-            guard streams != nil else { return false }
+            guard let open = streams?.count else { return .stopping }
+            guard open < limit else { return .full }
             streams?[ObjectIdentifier(stream)] = stream
-            return true
+            return .opened
         }
+    }
+
+    /// Whether `stream` is recorded (false once the server stops).
+    func isOpen(_ stream: any FinishableConnection) -> Bool {
+        streams.withLock { $0?[ObjectIdentifier(stream)] != nil }
     }
 
     func closed(_ stream: any FinishableConnection) {
@@ -245,22 +243,6 @@ final class ServerContext: Sendable {
             defer { streams = nil }
             return Array((streams ?? [:]).values)
         }
-    }
-}
-
-/// A stream's place among the server's `maximumStreams`, given back once (``release()``).
-final class StreamPlace: Sendable {
-    private let context: ServerContext
-    private let released = Lock(false)
-
-    fileprivate init(context: ServerContext) { self.context = context }
-
-    func release() {
-        let first = released.withLock { released -> Bool in
-            defer { released = true }
-            return !released
-        }
-        if first { context.releaseStream() }
     }
 }
 
@@ -279,8 +261,6 @@ final class RequestState {
     var executor: ThreadExecutor?
     /// The connection that takes the socket over once the 101 is sent.
     var upgrade: (any UpgradedConnection)?
-    /// The upgrade's place among the streams, given back when its loop ends (or it never starts).
-    var upgradePlace: StreamPlace?
 }
 
 private func collect(_ connection: OpaquePointer?, _ kind: MHD_ValueKind, lowercase: Bool) -> [String: String] {
@@ -348,7 +328,7 @@ let accessHandler: MHD_AccessHandlerCallback = {
             executor.stop()
         }
     }
-    return queue(response, on: connection, state: state, server: server)
+    return queue(admit(response, into: state, server: server), on: connection, server: server)
 }
 
 /// Runs an upgraded connection on the connection's thread (libmicrohttpd calls this once the 101
@@ -363,24 +343,25 @@ let upgradeHandler: MHD_UpgradeHandler = { context, _, requestContext, extra, ex
     if let upgraded = state.upgrade {
         state.upgrade = nil
         serverContext.upgrade(running: true)
-        if serverContext.open(upgraded) {
+        if serverContext.isOpen(upgraded) {
             let bytes = extra.map { Array(UnsafeRawBufferPointer(start: $0, count: extraSize)) } ?? []
             upgraded.run(socket: socket, extra: bytes)
             serverContext.closed(upgraded)
         }
         serverContext.upgrade(running: false)
     }
-    state.upgradePlace?.release()
     _ = perch_mhd_upgrade_close(handle)
 }
 
-let completedHandler: MHD_RequestCompletedCallback = { _, _, requestContext, _ in
+let completedHandler: MHD_RequestCompletedCallback = { context, _, requestContext, _ in
     guard let requestContext, let pointer = requestContext.pointee else { return }
     let state = Unmanaged<RequestState>.fromOpaque(pointer).takeRetainedValue()
     requestContext.pointee = nil
     if let executor = state.executor { HTTPServer.finish(executor) }
     // An upgrade whose loop never started (the client left before the 101 went out).
-    if state.upgrade != nil { state.upgradePlace?.release() }
+    if let upgrade = state.upgrade, let context {
+        Unmanaged<ServerContext>.fromOpaque(context).takeUnretainedValue().closed(upgrade)
+    }
 }
 
 /// A streamed body's reader state, owned by libmicrohttpd until its free callback.
@@ -388,15 +369,13 @@ final class StreamBox {
     let source: any EventStreamSource
     let heartbeat: Duration
     let context: ServerContext
-    let place: StreamPlace?
     var pending: [UInt8] = []
     var finished = false
 
-    init(source: any EventStreamSource, heartbeat: Duration, context: ServerContext, place: StreamPlace?) {
+    init(source: any EventStreamSource, heartbeat: Duration, context: ServerContext) {
         self.source = source
         self.heartbeat = heartbeat
         self.context = context
-        self.place = place
     }
 }
 
@@ -412,38 +391,33 @@ func tooManyStreams(_ limit: Int) -> HTTPResponse {
     return response
 }
 
-func queue(_ response: HTTPResponse, on connection: OpaquePointer?, state: RequestState, server: HTTPServer)
-    -> MHD_Result
-{
-    guard response.stream != nil || response.upgrade != nil else {
-        return queue(response, on: connection, server: server)
+/// Records a stream or an upgrade among the server's open ones (it leaves them when it ends), or
+/// answers 503 in its place when `maximumStreams` are open. Other answers pass as they are.
+func admit(_ response: HTTPResponse, into state: RequestState, server: HTTPServer) -> HTTPResponse {
+    guard let opened = response.stream.map({ $0 as any FinishableConnection }) ?? response.upgrade else {
+        return response
     }
-    guard let place = server.context.admitStream(limit: server.maximumStreams) else {
-        if let stream = response.stream {
-            stream.finish()
-            stream.close()
-        }
-        return queue(tooManyStreams(server.maximumStreams), on: connection, server: server)
+    switch server.context.open(opened, limit: server.maximumStreams) {
+    case .opened: break
+    case .stopping:
+        // A stream ends at once; an upgrade is not run (``upgradeHandler``).
+        response.stream?.finish()
+    case .full:
+        response.stream?.finish()
+        response.stream?.close()
+        return tooManyStreams(server.maximumStreams)
     }
-    if response.upgrade != nil {
-        state.upgrade = response.upgrade
-        state.upgradePlace = place
-    }
-    let result = queue(response, on: connection, server: server, place: place)
-    if result == .NO, response.stream != nil { place.release() }
-    return result
+    state.upgrade = response.upgrade
+    return response
 }
 
-func queue(_ response: HTTPResponse, on connection: OpaquePointer?, server: HTTPServer, place: StreamPlace? = nil)
-    -> MHD_Result
-{
+func queue(_ response: HTTPResponse, on connection: OpaquePointer?, server: HTTPServer) -> MHD_Result {
     let mhdResponse: OpaquePointer?
     if response.upgrade != nil {
         mhdResponse = MHD_create_response_for_upgrade(
             upgradeHandler, Unmanaged.passUnretained(server.context).toOpaque())
     } else if let stream = response.stream {
-        if !server.context.open(stream) { stream.finish() }
-        let box = StreamBox(source: stream, heartbeat: server.heartbeat, context: server.context, place: place)
+        let box = StreamBox(source: stream, heartbeat: server.heartbeat, context: server.context)
         mhdResponse = MHD_create_response_from_callback(
             perch_mhd_size_unknown(), 4096,
             { context, _, buffer, maximum in
@@ -473,7 +447,6 @@ func queue(_ response: HTTPResponse, on connection: OpaquePointer?, server: HTTP
                 let box = Unmanaged<StreamBox>.fromOpaque(context).takeRetainedValue()
                 box.context.closed(box.source)
                 box.source.close()
-                box.place?.release()
             })
     } else {
         mhdResponse = response.body.withUnsafeBytes { bytes in

@@ -25,6 +25,19 @@ import Testing
             ])
     }
 
+    @Test func aValueOfTheWrongTypeIsOneFindingNotARangeErrorBesideIt() throws {
+        let fixture = try ConfigFixture(
+            config: "version: 1\nserver: {maxStreams: abc, maxBodyBytes: many}\nlimits: {botHops: 99}\n",
+            bots: ["b.yaml": ConfigFixture.baseBot])
+        defer { fixture.cleanup() }
+        #expect(
+            fixture.load().findings.filter { $0.location.file == "config.yaml" }.map(\.description) == [
+                "config.yaml:2:22: error: server.maxStreams: expected an integer, found a string 'abc'",
+                "config.yaml:2:41: error: server.maxBodyBytes: expected an integer, found a string 'many'",
+                "config.yaml:3:19: error: limits.botHops: 99 is out of range; expected 0 to 20",
+            ])
+    }
+
     @Test func decodesTheValuesAndDefaults() throws {
         let fixture = try ConfigFixture(
             config: ConfigFixture.baseConfig + "\nlimits: {pinsPerConversation: 7}\nfeatures: {save: false}\n"

@@ -5,14 +5,19 @@ import PerchYAML
 struct ConfigValidator {
     let config: PerchConfiguration
     let locations: LocationIndex
+    /// Key paths whose value decoding refused: they hold a default, not what the file says, so
+    /// nothing more is said about them.
+    let refused: Set<String>
     var findings: [Finding] = []
 
-    init(config: PerchConfiguration, locations: LocationIndex) {
+    init(config: PerchConfiguration, locations: LocationIndex, decoding: [Finding]) {
         self.config = config
         self.locations = locations
+        refused = Set(decoding.lazy.filter { $0.severity == .error }.map(\.path))
     }
 
     mutating func error(_ path: String, _ message: String, severity: Finding.Severity = .error) {
+        guard !refused.contains(path) else { return }
         findings.append(
             Finding(location: locations.location(of: path), severity: severity, path: path, message: message))
     }

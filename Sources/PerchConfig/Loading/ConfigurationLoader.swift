@@ -56,7 +56,7 @@ public struct ConfigurationLoader: Sendable {
         result.findings += findings
         if let config, let locations {
             result.config = config
-            result.findings += ConfigValidator(config: config, locations: locations).validate()
+            result.findings += ConfigValidator(config: config, locations: locations, decoding: findings).validate()
             result.bots = loadBots(
                 from: result.resolve(config.botsDirectory),
                 shownAs: displayPath(
@@ -76,7 +76,7 @@ public struct ConfigurationLoader: Sendable {
         result.findings += findings
         guard let decoded, let locations else { return result }
         result.config = decoded
-        result.findings += ConfigValidator(config: decoded, locations: locations).validate()
+        result.findings += ConfigValidator(config: decoded, locations: locations, decoding: findings).validate()
         for (name, bytes) in bots {
             let (bot, botLocations, found) = decode(BotConfiguration.self, bytes: bytes, file: "bots/" + name)
             result.findings += found

@@ -38,6 +38,21 @@ import Testing
             ])
     }
 
+    @Test func aBotValueOfTheWrongTypeIsOneFindingNotARangeErrorBesideIt() throws {
+        let fixture = try ConfigFixture(
+            bots: [
+                "b.yaml": ConfigFixture.baseBot
+                    + "\nrate_limit: {per_minute: abc, burst: 0}\nplugins:\n  - {name: k, exec: [k], timeout_ms: xyz}\n"
+            ])
+        defer { fixture.cleanup() }
+        #expect(
+            fixture.load().findings.filter { $0.location.file.hasSuffix("b.yaml") }.map(\.description) == [
+                "bots/b.yaml:8:26: error: rate_limit.per_minute: expected an integer, found a string 'abc'",
+                "bots/b.yaml:8:38: error: rate_limit.burst: 0 is out of range; expected 1 to 100000",
+                "bots/b.yaml:10:38: error: plugins[0].timeout_ms: expected an integer, found a string 'xyz'",
+            ])
+    }
+
     @Test func decodesTheValuesAndDefaults() throws {
         let fixture = try ConfigFixture(
             config: ConfigFixture.baseConfig + "\nlimits: {pinsPerConversation: 7}\nfeatures: {save: false}\n"

@@ -20,6 +20,7 @@ struct BotValidator {
     var knownUsers: Set<String> { Set(config.seed.users.map(\.uid) + bots.map(\.bot.user.uid)) }
 
     mutating func error(_ bot: LoadedBot, _ path: String, _ message: String) {
+        guard !bot.refused.contains(path) else { return }
         findings.append(Finding(location: bot.locations.location(of: path), path: path, message: message))
     }
 

@@ -28,6 +28,16 @@ public struct LoadedBot: Sendable {
     public var file: String
     public var bot: BotConfiguration
     public var locations: LocationIndex
+    /// Key paths whose value decoding refused: they hold a default, not what the file says, so
+    /// the checks across files say nothing more about them.
+    var refused: Set<String> = []
+
+    init(file: String, bot: BotConfiguration, locations: LocationIndex, decoding: [Finding]) {
+        self.file = file
+        self.bot = bot
+        self.locations = locations
+        refused = Set(decoding.lazy.filter { $0.severity == .error }.map(\.path))
+    }
 }
 
 /// Loads and validates a configuration, collecting every finding of every file.
@@ -81,7 +91,8 @@ public struct ConfigurationLoader: Sendable {
             let (bot, botLocations, found) = decode(BotConfiguration.self, bytes: bytes, file: "bots/" + name)
             result.findings += found
             if let bot, let botLocations {
-                result.bots.append(LoadedBot(file: "bots/" + name, bot: bot, locations: botLocations))
+                result.bots.append(
+                    LoadedBot(file: "bots/" + name, bot: bot, locations: botLocations, decoding: found))
             }
         }
         result.findings += BotValidator(config: decoded, bots: result.bots, swiftPlugins: swiftPlugins).validate()
@@ -122,7 +133,9 @@ public struct ConfigurationLoader: Sendable {
             }
             let (bot, locations, found) = decode(BotConfiguration.self, bytes: Array(data), file: file)
             findings += found
-            if let bot, let locations { bots.append(LoadedBot(file: file, bot: bot, locations: locations)) }
+            if let bot, let locations {
+                bots.append(LoadedBot(file: file, bot: bot, locations: locations, decoding: found))
+            }
         }
         return bots
     }

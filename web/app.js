@@ -247,11 +247,22 @@ async function enterApp() {
 
 async function listen() {
   let lastEventId = null;
+  // Attempts in a row that got no stream: the wait before the next doubles (1 s up to 30 s).
+  let failures = 0;
   for (;;) {
+    let wait = null;
     try {
       const headers = { authtoken: state.token, Accept: 'text/event-stream' };
       if (lastEventId) headers['Last-Event-ID'] = lastEventId;
       const response = await fetch('/v3/events', { headers });
+      if (!response.ok) {
+        await response.body?.cancel();
+        // 503: the server's streams are full, or it is stopping; it says when to come back.
+        const after = Number(response.headers.get('Retry-After'));
+        if (after > 0) wait = after * 1000;
+        throw new Error(`events: ${response.status}`);
+      }
+      failures = 0;
       const reader = response.body.getReader();
       const decoder = new TextDecoder();
       let buffer = '';
@@ -277,9 +288,12 @@ async function listen() {
         }
       }
     } catch (error) {
-      // reconnect below
+      failures += 1;
     }
-    await new Promise((resolve) => setTimeout(resolve, 1000));
+    // Up to half again at random, so that the clients a restart or a full server turned away do
+    // not all come back in the same second.
+    const base = wait ?? Math.min(30000, 1000 * 2 ** Math.max(0, failures - 1));
+    await new Promise((resolve) => setTimeout(resolve, base * (1 + Math.random() / 2)));
   }
 }
 

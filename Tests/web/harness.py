@@ -1,5 +1,6 @@
 """The web chat's browser tests: a real `perch run` on a temporary data directory with the shipped
 config and bots, and Debian's chromium driven by Selenium. Run by `make test` (scripts/web-test)."""
+import base64
 import json
 import os
 import secrets
@@ -33,14 +34,15 @@ def free_port():
 class Server:
     """`perch run` with the repository's config.yaml and bots/, changed by `ui` and `limits`."""
 
-    def __init__(self, ui="    enabled: true\n", pins=100, saves=100, dev_sign_in=True):
+    def __init__(self, ui="    enabled: true\n", pins=100, saves=100, dev_sign_in=True, max_streams=None):
         self.dir = tempfile.mkdtemp(prefix="perch-web-")
         self.port = free_port()
         self.key = secrets.token_hex(16)
         with open(os.path.join(ROOT, "config.yaml")) as f:
             config = f.read()
         replacements = [
-            ("  listen: 127.0.0.1:8080\n", f"  listen: 127.0.0.1:{self.port}\n  webDirectory: {ROOT}/web\n"),
+            ("  listen: 127.0.0.1:8080\n", f"  listen: 127.0.0.1:{self.port}\n  webDirectory: {ROOT}/web\n"
+             + (f"  maxStreams: {max_streams}\n" if max_streams else "")),
             ("  dataDirectory: data\n", f"  dataDirectory: {self.dir}/data\n"),
             ("  devSignIn: true\n", f"  devSignIn: {'true' if dev_sign_in else 'false'}\n"),
             ("ui:\n  threadSubscription:\n    enabled: true\n", "ui:\n  threadSubscription:\n" + ui),
@@ -88,6 +90,24 @@ class Server:
                 "data": {"text": text}}
         body.update(fields)
         return self.api("POST", "/v3/messages", body, as_uid=as_uid)
+
+    def hold_websocket(self, uid):
+        """Opens a WebSocket as `uid` (one of the server's streams); `release_websocket` closes it."""
+        connection = socket.create_connection(("127.0.0.1", self.port), timeout=10)
+        key = base64.b64encode(os.urandom(16)).decode()
+        connection.sendall(
+            (f"GET /v3/ws HTTP/1.1\r\nHost: 127.0.0.1\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+             f"Sec-WebSocket-Key: {key}\r\nSec-WebSocket-Version: 13\r\napikey: {self.key}\r\n"
+             f"onBehalfOf: {uid}\r\n\r\n").encode())
+        answer = connection.recv(4096)
+        assert answer.startswith(b"HTTP/1.1 101"), answer
+        return connection
+
+    @staticmethod
+    def release_websocket(connection):
+        """Sends a masked close frame, so the server gives the stream's place back at once."""
+        connection.sendall(bytes([0x88, 0x80]) + os.urandom(4))
+        connection.close()
 
     def stop(self):
         if self.process.poll() is not None:

@@ -537,3 +537,34 @@ class DevSignInOffTests(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class StreamLimitTests(WebChatTestCase):
+    """A server whose one stream is taken: the web chat's event stream is refused 503 with
+    Retry-After, and the page waits that long before it asks again (a crowd turned away does not
+    come back every second), then gets its stream and live messages once a place is free."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.server = Server(max_streams=1)
+        cls.driver = browser()
+
+    def test_a_refused_stream_waits_as_told_then_comes_back(self):
+        held = self.server.hold_websocket("bob")
+        try:
+            page = self.page("alice")
+            page.open_group("general")
+            attempts = "return performance.getEntriesByType('resource')" \
+                ".filter((entry) => entry.name.endsWith('/v3/events')).length"
+            page.wait_until(lambda: self.driver.execute_script(attempts) >= 1, what="a refused stream")
+            time.sleep(4)
+            # Retry-After is 5 s: one refusal so far (a page retrying every second would have five).
+            self.assertEqual(self.driver.execute_script(attempts), 1)
+        finally:
+            self.server.release_websocket(held)
+        # Once the place is free the page's next attempt (within 7.5 s of the first) gets the
+        # stream, and messages arrive live again.
+        time.sleep(8)
+        sent = self.server.send("after the wait", as_uid="bob")
+        self.assertIn("after the wait", page.message(sent["id"]).text)
+

@@ -32,7 +32,8 @@ def free_port():
 
 
 class Server:
-    """`perch run` with the repository's config.yaml and bots/, changed by `ui` and `limits`."""
+    """`perch run` with the repository's config.yaml and bots/, changed by `ui`, the limits and
+    `max_streams`."""
 
     def __init__(self, ui="    enabled: true\n", pins=100, saves=100, dev_sign_in=True, max_streams=None):
         self.dir = tempfile.mkdtemp(prefix="perch-web-")

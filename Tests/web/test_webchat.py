@@ -557,14 +557,15 @@ class StreamLimitTests(WebChatTestCase):
             attempts = "return performance.getEntriesByType('resource')" \
                 ".filter((entry) => entry.name.endsWith('/v3/events')).length"
             page.wait_until(lambda: self.driver.execute_script(attempts) >= 1, what="a refused stream")
-            time.sleep(4)
-            # Retry-After is 5 s: one refusal so far (a page retrying every second would have five).
+            time.sleep(3)
+            # Retry-After is 5 s: one refusal so far (a page retrying every second would have four).
             self.assertEqual(self.driver.execute_script(attempts), 1)
         finally:
             self.server.release_websocket(held)
         # Once the place is free the page's next attempt (within 7.5 s of the first) gets the
         # stream, and messages arrive live again.
-        time.sleep(8)
+        page.wait_until(lambda: self.driver.execute_script("return Boolean(state.session)"), timeout=15,
+                        what="the live stream")
         sent = self.server.send("after the wait", as_uid="bob")
         self.assertIn("after the wait", page.message(sent["id"]).text)
 

@@ -53,6 +53,28 @@ import Testing
             ])
     }
 
+    @Test func nothingIsSaidAboutWhatLiesUnderARefusedValue() throws {
+        // `user` is not a mapping: its uid is not named invalid besides.
+        let bot = try ConfigFixture(bots: [
+            "b.yaml": ConfigFixture.baseBot.replacingOccurrences(
+                of: "user: { uid: botb, name: Bot B }", with: "user: 5")
+        ])
+        defer { bot.cleanup() }
+        #expect(
+            bot.load().findings.map(\.description) == [
+                "bots/b.yaml:2:7: error: user: expected a mapping, found a number '5'"
+            ])
+        // config.yaml's groups could not be read: the bots' groups are not named unknown besides.
+        let config = try ConfigFixture(
+            config: "version: 1\nseed:\n  users: [{uid: alice, name: Alice}]\n  groups: general\n",
+            bots: ["b.yaml": ConfigFixture.baseBot])
+        defer { config.cleanup() }
+        #expect(
+            config.load().findings.map(\.description) == [
+                "config.yaml:4:11: error: seed.groups: expected a list, found a string 'general'"
+            ])
+    }
+
     @Test func decodesTheValuesAndDefaults() throws {
         let fixture = try ConfigFixture(
             config: ConfigFixture.baseConfig + "\nlimits: {pinsPerConversation: 7}\nfeatures: {save: false}\n"

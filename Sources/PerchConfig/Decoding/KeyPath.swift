@@ -1,3 +1,5 @@
+import PerchYAML
+
 /// A coding key built by the configuration decoder: a mapping key or a list index.
 struct PathKey: CodingKey, Hashable {
     var stringValue: String
@@ -26,6 +28,29 @@ public func renderKeyPath(_ path: [any CodingKey]) -> String {
         }
     }
     return text
+}
+
+/// The key paths whose values decoding refused: they hold defaults, not what the file says, so the
+/// validators say nothing more about them, or about anything under them (`user.uid` when `user`
+/// was not a mapping).
+struct RefusedPaths: Sendable {
+    private let paths: Set<String>
+
+    init(_ decoding: [Finding] = []) {
+        paths = Set(decoding.lazy.filter { $0.severity == .error }.map(\.path))
+    }
+
+    /// Whether `path` is one of them or lies under one.
+    func covers(_ path: String) -> Bool {
+        guard !paths.isEmpty else { return false }
+        if paths.contains(path) || paths.contains("") { return true }
+        var end = path.endIndex
+        while let cut = path[..<end].lastIndex(where: { $0 == "." || $0 == "[" }) {
+            if paths.contains(String(path[..<cut])) { return true }
+            end = cut
+        }
+        return false
+    }
 }
 
 /// The Damerau-free Levenshtein distance, for "did you mean" suggestions.

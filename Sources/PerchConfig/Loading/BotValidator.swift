@@ -8,19 +8,33 @@ struct BotValidator {
     let config: PerchConfiguration
     let bots: [LoadedBot]
     let swiftPlugins: Set<String>
+    /// What decoding refused in config.yaml.
+    let configRefused: RefusedPaths
     var findings: [Finding] = []
 
-    init(config: PerchConfiguration, bots: [LoadedBot], swiftPlugins: Set<String>) {
+    init(config: PerchConfiguration, bots: [LoadedBot], swiftPlugins: Set<String>, configRefused: RefusedPaths) {
         self.config = config
         self.bots = bots
         self.swiftPlugins = swiftPlugins
+        self.configRefused = configRefused
     }
 
     var knownGroups: Set<String> { Set(config.seed.groups.map(\.guid)) }
     var knownUsers: Set<String> { Set(config.seed.users.map(\.uid) + bots.map(\.bot.user.uid)) }
 
+    /// Whether `guid` is a seeded group. Any is when config.yaml's `seed.groups` could not be read:
+    /// its own finding says why, and every group named unknown after it would mislead.
+    func isKnownGroup(_ guid: String) -> Bool {
+        configRefused.covers("seed.groups") || knownGroups.contains(guid)
+    }
+
+    /// Whether `uid` is a seeded user or a bot; any is when `seed.users` could not be read.
+    func isKnownUser(_ uid: String) -> Bool {
+        configRefused.covers("seed.users") || knownUsers.contains(uid)
+    }
+
     mutating func error(_ bot: LoadedBot, _ path: String, _ message: String) {
-        guard !bot.refused.contains(path) else { return }
+        guard !bot.refused.covers(path) else { return }
         findings.append(Finding(location: bot.locations.location(of: path), path: path, message: message))
     }
 
@@ -60,7 +74,7 @@ struct BotValidator {
             if bot.commandPrefix.isEmpty || bot.commandPrefix.contains(where: \.isWhitespace) {
                 error(loaded, "command_prefix", "a command prefix is one or more non-space characters")
             }
-            for (index, group) in bot.groups.enumerated() where !knownGroups.contains(group.guid) {
+            for (index, group) in bot.groups.enumerated() where !isKnownGroup(group.guid) {
                 error(
                     loaded, "groups[\(index)]",
                     unknown("group", group.guid, among: knownGroups, where: "not in seed.groups"))
@@ -112,7 +126,7 @@ struct BotValidator {
         let path = "rules[\(index)]"
         switch rule.trigger {
         case .mention(let uids):
-            for (position, uid) in uids.enumerated() where !knownUsers.contains(uid) {
+            for (position, uid) in uids.enumerated() where !isKnownUser(uid) {
                 error(
                     loaded, item(loaded, path + ".on.mention", position),
                     unknown("user", uid, among: knownUsers, where: "not seeded and not a bot"))
@@ -120,10 +134,10 @@ struct BotValidator {
         case .schedule(let cron, let target):
             do { _ = try CronExpression(cron) } catch { self.error(loaded, path + ".on.schedule", error.description) }
             switch target {
-            case .group(let guid) where !knownGroups.contains(guid):
+            case .group(let guid) where !isKnownGroup(guid):
                 error(
                     loaded, path + ".on.group", unknown("group", guid, among: knownGroups, where: "not in seed.groups"))
-            case .user(let uid) where !knownUsers.contains(uid):
+            case .user(let uid) where !isKnownUser(uid):
                 error(
                     loaded, path + ".on.user",
                     unknown("user", uid, among: knownUsers, where: "not seeded and not a bot"))
@@ -134,10 +148,10 @@ struct BotValidator {
                 error(loaded, path + ".on.webhook", "a webhook name is 1–100 of A–Z, a–z, 0–9, _, -")
             }
             switch target {
-            case .group(let guid)? where !knownGroups.contains(guid):
+            case .group(let guid)? where !isKnownGroup(guid):
                 error(
                     loaded, path + ".on.group", unknown("group", guid, among: knownGroups, where: "not in seed.groups"))
-            case .user(let uid)? where !knownUsers.contains(uid):
+            case .user(let uid)? where !isKnownUser(uid):
                 error(
                     loaded, path + ".on.user",
                     unknown("user", uid, among: knownUsers, where: "not seeded and not a bot"))
@@ -147,12 +161,12 @@ struct BotValidator {
             break
         }
         let conditions = rule.conditions
-        for (position, guid) in (conditions.groups ?? []).enumerated() where !knownGroups.contains(guid) {
+        for (position, guid) in (conditions.groups ?? []).enumerated() where !isKnownGroup(guid) {
             error(
                 loaded, item(loaded, path + ".when.groups", position),
                 unknown("group", guid, among: knownGroups, where: "not in seed.groups"))
         }
-        for (position, uid) in (conditions.from ?? []).enumerated() where !knownUsers.contains(uid) {
+        for (position, uid) in (conditions.from ?? []).enumerated() where !isKnownUser(uid) {
             error(
                 loaded, item(loaded, path + ".when.from", position),
                 unknown("user", uid, among: knownUsers, where: "not seeded and not a bot"))
@@ -190,7 +204,7 @@ struct BotValidator {
                     loaded, actionPath + ".plugin",
                     unknown("plugin", name, among: plugins, where: "not in this bot's plugins"))
             case .subscribe(.user(let uid)), .unsubscribe(.user(let uid)):
-                if !knownUsers.contains(uid) {
+                if !isKnownUser(uid) {
                     error(
                         loaded, actionPath + "." + action.name,
                         unknown("user", uid, among: knownUsers, where: "write sender, self or a known uid"))

@@ -5,19 +5,18 @@ import PerchYAML
 struct ConfigValidator {
     let config: PerchConfiguration
     let locations: LocationIndex
-    /// Key paths whose value decoding refused: they hold a default, not what the file says, so
-    /// nothing more is said about them.
-    let refused: Set<String>
+    /// What decoding refused: nothing more is said about it.
+    let refused: RefusedPaths
     var findings: [Finding] = []
 
     init(config: PerchConfiguration, locations: LocationIndex, decoding: [Finding]) {
         self.config = config
         self.locations = locations
-        refused = Set(decoding.lazy.filter { $0.severity == .error }.map(\.path))
+        refused = RefusedPaths(decoding)
     }
 
     mutating func error(_ path: String, _ message: String, severity: Finding.Severity = .error) {
-        guard !refused.contains(path) else { return }
+        guard !refused.covers(path) else { return }
         findings.append(
             Finding(location: locations.location(of: path), severity: severity, path: path, message: message))
     }

@@ -28,15 +28,14 @@ public struct LoadedBot: Sendable {
     public var file: String
     public var bot: BotConfiguration
     public var locations: LocationIndex
-    /// Key paths whose value decoding refused: they hold a default, not what the file says, so
-    /// the checks across files say nothing more about them.
-    var refused: Set<String> = []
+    /// What decoding refused: the checks across files say nothing more about it.
+    var refused = RefusedPaths()
 
     init(file: String, bot: BotConfiguration, locations: LocationIndex, decoding: [Finding]) {
         self.file = file
         self.bot = bot
         self.locations = locations
-        refused = Set(decoding.lazy.filter { $0.severity == .error }.map(\.path))
+        refused = RefusedPaths(decoding)
     }
 }
 
@@ -72,7 +71,9 @@ public struct ConfigurationLoader: Sendable {
                 shownAs: displayPath(
                     config.botsDirectory,
                     configPath: configPath), into: &result.findings)
-            result.findings += BotValidator(config: config, bots: result.bots, swiftPlugins: swiftPlugins).validate()
+            result.findings += BotValidator(
+                config: config, bots: result.bots, swiftPlugins: swiftPlugins, configRefused: RefusedPaths(findings)
+            ).validate()
         }
         result.findings.sort { ($0.location, $0.message) < ($1.location, $1.message) }
         return result
@@ -95,7 +96,9 @@ public struct ConfigurationLoader: Sendable {
                     LoadedBot(file: "bots/" + name, bot: bot, locations: botLocations, decoding: found))
             }
         }
-        result.findings += BotValidator(config: decoded, bots: result.bots, swiftPlugins: swiftPlugins).validate()
+        result.findings += BotValidator(
+            config: decoded, bots: result.bots, swiftPlugins: swiftPlugins, configRefused: RefusedPaths(findings)
+        ).validate()
         return result
     }
 

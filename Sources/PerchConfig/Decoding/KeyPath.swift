@@ -36,7 +36,7 @@ public func renderKeyPath(_ path: [any CodingKey]) -> String {
 struct RefusedPaths: Sendable {
     private let paths: Set<String>
 
-    init(_ decoding: [Finding] = []) {
+    init(_ decoding: [Finding]) {
         paths = Set(decoding.lazy.filter { $0.severity == .error }.map(\.path))
     }
 

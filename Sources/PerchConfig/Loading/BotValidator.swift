@@ -8,30 +8,30 @@ struct BotValidator {
     let config: PerchConfiguration
     let bots: [LoadedBot]
     let swiftPlugins: Set<String>
-    /// What decoding refused in config.yaml.
-    let configRefused: RefusedPaths
+    let knownGroups: Set<String>
+    let knownUsers: Set<String>
+    /// config.yaml's `seed.groups` or `seed.users` could not be read: its own finding says why,
+    /// and every group or user named unknown after it would mislead.
+    let groupsUnreadable: Bool
+    let usersUnreadable: Bool
     var findings: [Finding] = []
 
+    /// `configRefused`: what decoding refused in config.yaml.
     init(config: PerchConfiguration, bots: [LoadedBot], swiftPlugins: Set<String>, configRefused: RefusedPaths) {
         self.config = config
         self.bots = bots
         self.swiftPlugins = swiftPlugins
-        self.configRefused = configRefused
+        knownGroups = Set(config.seed.groups.map(\.guid))
+        knownUsers = Set(config.seed.users.map(\.uid) + bots.map(\.bot.user.uid))
+        groupsUnreadable = configRefused.covers("seed.groups")
+        usersUnreadable = configRefused.covers("seed.users")
     }
 
-    var knownGroups: Set<String> { Set(config.seed.groups.map(\.guid)) }
-    var knownUsers: Set<String> { Set(config.seed.users.map(\.uid) + bots.map(\.bot.user.uid)) }
+    /// Whether `guid` is a seeded group (any is when `seed.groups` could not be read).
+    func isKnownGroup(_ guid: String) -> Bool { groupsUnreadable || knownGroups.contains(guid) }
 
-    /// Whether `guid` is a seeded group. Any is when config.yaml's `seed.groups` could not be read:
-    /// its own finding says why, and every group named unknown after it would mislead.
-    func isKnownGroup(_ guid: String) -> Bool {
-        configRefused.covers("seed.groups") || knownGroups.contains(guid)
-    }
-
-    /// Whether `uid` is a seeded user or a bot; any is when `seed.users` could not be read.
-    func isKnownUser(_ uid: String) -> Bool {
-        configRefused.covers("seed.users") || knownUsers.contains(uid)
-    }
+    /// Whether `uid` is a seeded user or a bot (any is when `seed.users` could not be read).
+    func isKnownUser(_ uid: String) -> Bool { usersUnreadable || knownUsers.contains(uid) }
 
     mutating func error(_ bot: LoadedBot, _ path: String, _ message: String) {
         guard !bot.refused.covers(path) else { return }

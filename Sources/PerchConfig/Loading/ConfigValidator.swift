@@ -9,10 +9,10 @@ struct ConfigValidator {
     let refused: RefusedPaths
     var findings: [Finding] = []
 
-    init(config: PerchConfiguration, locations: LocationIndex, decoding: [Finding]) {
+    init(config: PerchConfiguration, locations: LocationIndex, refused: RefusedPaths) {
         self.config = config
         self.locations = locations
-        refused = RefusedPaths(decoding)
+        self.refused = refused
     }
 
     mutating func error(_ path: String, _ message: String, severity: Finding.Severity = .error) {

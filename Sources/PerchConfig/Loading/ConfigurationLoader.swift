@@ -29,7 +29,7 @@ public struct LoadedBot: Sendable {
     public var bot: BotConfiguration
     public var locations: LocationIndex
     /// What decoding refused: the checks across files say nothing more about it.
-    var refused = RefusedPaths()
+    let refused: RefusedPaths
 
     init(file: String, bot: BotConfiguration, locations: LocationIndex, decoding: [Finding]) {
         self.file = file
@@ -65,14 +65,15 @@ public struct ConfigurationLoader: Sendable {
         result.findings += findings
         if let config, let locations {
             result.config = config
-            result.findings += ConfigValidator(config: config, locations: locations, decoding: findings).validate()
+            let refused = RefusedPaths(findings)
+            result.findings += ConfigValidator(config: config, locations: locations, refused: refused).validate()
             result.bots = loadBots(
                 from: result.resolve(config.botsDirectory),
                 shownAs: displayPath(
                     config.botsDirectory,
                     configPath: configPath), into: &result.findings)
             result.findings += BotValidator(
-                config: config, bots: result.bots, swiftPlugins: swiftPlugins, configRefused: RefusedPaths(findings)
+                config: config, bots: result.bots, swiftPlugins: swiftPlugins, configRefused: refused
             ).validate()
         }
         result.findings.sort { ($0.location, $0.message) < ($1.location, $1.message) }
@@ -87,7 +88,8 @@ public struct ConfigurationLoader: Sendable {
         result.findings += findings
         guard let decoded, let locations else { return result }
         result.config = decoded
-        result.findings += ConfigValidator(config: decoded, locations: locations, decoding: findings).validate()
+        let refused = RefusedPaths(findings)
+        result.findings += ConfigValidator(config: decoded, locations: locations, refused: refused).validate()
         for (name, bytes) in bots {
             let (bot, botLocations, found) = decode(BotConfiguration.self, bytes: bytes, file: "bots/" + name)
             result.findings += found
@@ -97,7 +99,7 @@ public struct ConfigurationLoader: Sendable {
             }
         }
         result.findings += BotValidator(
-            config: decoded, bots: result.bots, swiftPlugins: swiftPlugins, configRefused: RefusedPaths(findings)
+            config: decoded, bots: result.bots, swiftPlugins: swiftPlugins, configRefused: refused
         ).validate()
         return result
     }

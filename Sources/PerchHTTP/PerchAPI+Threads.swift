@@ -108,7 +108,8 @@ extension PerchAPI {
         func option(_ key: String, _ names: [Int: String]) throws(ChatError) -> Int? {
             guard let value = body.value(key) else { return nil }
             switch value {
-            case .number(let number) where names[Int(number)] != nil: return Int(number)
+            case .number(let number):
+                if let raw = Int(exactly: number), names[raw] != nil { return raw }
             case .string(let text):
                 if let match = names.first(where: { $0.value == text }) { return match.key }
             default: break

@@ -144,6 +144,15 @@ import Testing
             "groupReplies"
         ),
         ("saved without saved", "GET", "/v3/messages", nil, "saved"),
+        // Past Int's range this trapped the host; a fraction was rounded down and taken.
+        (
+            "preference past Int's range", "PUT", "/v3/notifications/preferences",
+            #"{"groupPreferences":{"groupReplies":-1e23}}"#, "groupReplies"
+        ),
+        (
+            "fractional preference", "PUT", "/v3/notifications/preferences",
+            #"{"oneOnOnePreferences":{"oneOnOneMessages":2.5}}"#, "oneOnOneMessages"
+        ),
     ]
 
     @Test func malformedRequestsAreAnswered400WithTheField() async throws {

@@ -112,6 +112,22 @@ import Testing
             #expect(texts == ["Deployed 1.2 by CI"])
         }
     }
+
+    /// A webhook's sender decides its numbers: one past Int64's range trapped the host.
+    @Test func webhookNumbersOfAnySizeAreWrittenOut() async throws {
+        let rules = """
+              - on: { webhook: build, group: room }
+                do: [{ reply: "{webhook.count} {webhook.ratio} {webhook.huge} {webhook.tiny}" }]
+            """
+        try await withTestHost(config: hostConfig, bots: ["b.yaml": botFile(rules)]) { chat in
+            let body = JSONValue.object([
+                "count": .number(42), "ratio": .number(1.5), "huge": .number(1e300), "tiny": .number(-1e300),
+            ])
+            #expect(await chat.host.webhook("build", body: body) == 1)
+            let texts = try await chat.botMessages(in: .group("room")).compactMap(\.text)
+            #expect(texts == ["42 1.5 1e+300 -1e+300"])
+        }
+    }
 }
 
 @Suite struct ConditionTests {

@@ -56,6 +56,31 @@ import Testing
         }
     }
 
+    /// A message's `metadata.perch.hops` is whatever its sender wrote: a number past `Int`'s range
+    /// trapped the host when a bot answered it (1e300 from any person's client stopped every bot).
+    @Test func aMessageClaimingAnyHopCountIsAnsweredWithoutCrashingTheHost() async throws {
+        let rules = """
+              - on: message
+                do: [{ reply: "heard {message.text}" }]
+            """
+        try await withTestHost(config: hostConfig, bots: ["b.yaml": botFile(rules)]) { chat in
+            let claims: [(text: String, hops: Double)] = [("huge", 1e300), ("negative", -1e300), ("half", 2.5)]
+            for claim in claims {
+                let metadata = JSONValue.object(["perch": .object(["hops": .number(claim.hops)])])
+                _ = try await chat.service.send(
+                    MessageDraft(to: .group("room"), text: claim.text, metadata: metadata), as: "carol")
+            }
+            let replies = try await chat.botMessages(in: .group("room"))
+            #expect(replies.compactMap(\.text) == ["heard huge", "heard negative", "heard half"])
+            let hops = replies.map { reply -> Double? in
+                if case .number(let value)? = reply.metadata?["perch"]?["hops"] { return value }
+                return nil
+            }
+            #expect(hops == [1_000_001, 1, 3])
+            #expect(await chat.host.state == .running)
+        }
+    }
+
     @Test func rateLimitsDropAndCountTheExcess() async throws {
         let rules = """
               - on: message

@@ -343,7 +343,7 @@ final class BotRuntime: Sendable {
                 for key in path.dropFirst() { value = value?[key] }
                 if case .string(let text)? = value { return text }
                 if case .number(let number)? = value {
-                    return number == number.rounded() ? String(Int64(number)) : String(number)
+                    return Int64(exactly: number).map(String.init) ?? String(number)
                 }
                 if case .bool(let flag)? = value { return String(flag) }
                 return nil

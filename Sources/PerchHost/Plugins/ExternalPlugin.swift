@@ -278,13 +278,12 @@ final class ExternalPlugin: BotPlugin, @unchecked Sendable {
             return
         }
         guard let message = try? JSONDecoder().decode(JSONValue.self, from: line), case .object(let object) = message,
-            case .number(let number)? = object["id"]
+            case .number(let number)? = object["id"], let id = Int(exactly: number)
         else {
             logger?.warning("plugin \(pluginName) wrote a line that is not a JSON-RPC response; skipped")
             metrics?.increment("perch_plugin_garbage_lines_total", ["plugin": pluginName])
             return
         }
-        let id = Int(number)
         guard let continuation = state.withLock({ $0.pending.removeValue(forKey: id) }) else { return }
         if let error = object["error"] {
             continuation.resume(
@@ -300,7 +299,8 @@ final class ExternalPlugin: BotPlugin, @unchecked Sendable {
         writer.raw("{\"jsonrpc\":\"2.0\",\"id\":")
         writer.value(id)
         do {
-            guard case .number(let number)? = params["context"], let context = contexts.withLock({ $0[Int(number)] })
+            guard case .number(let number)? = params["context"], let key = Int(exactly: number),
+                let context = contexts.withLock({ $0[key] })
             else { throw PluginFailure(description: "params.context must name a request the host is waiting on") }
             let result: JSONValue
             switch method {

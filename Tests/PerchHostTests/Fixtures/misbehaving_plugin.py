@@ -15,6 +15,10 @@ for line in sys.stdin:
             time.sleep(30)
         if how == "garbage":
             sys.stdout.write("this is not json\n{\"also\": \"not a response\"}\n")
+            # Numbers past any Int: an answer's id and a host call's context (each trapped the host).
+            sys.stdout.write(json.dumps({"jsonrpc": "2.0", "id": 1e300, "result": {}}) + "\n")
+            call = {"jsonrpc": "2.0", "id": "probe", "method": "host.storage.get", "params": {"context": -1e300, "key": "k"}}
+            sys.stdout.write(json.dumps(call) + "\n")
             sys.stdout.flush()
             continue
         result = {"actions": [{"reply": "fine " + how}]}

@@ -63,8 +63,8 @@ extension PerchAPI {
                 )
             },
             route("PUT", "v3/notifications/preferences", name: "preferences.update") { api, request in
+                var body = try request.requiredBody()
                 var preferences = try await api.service.notificationPreferences(of: request.caller.uid)
-                var body = try request.body()
                 if var group = try body.object("groupPreferences") {
                     preferences.group = try update(preferences.group, &group, prefix: "group")
                     try group.finish()

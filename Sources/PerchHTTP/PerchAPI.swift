@@ -116,6 +116,9 @@ public final class PerchAPI: Sendable {
         }
 
         func body() throws(ChatError) -> JSONBody { try JSONBody(http.body) }
+
+        /// The body of an update, where no body at all is a client's mistake (`{}` changes nothing).
+        func requiredBody() throws(ChatError) -> JSONBody { try JSONBody(http.body, allowEmpty: false) }
     }
 
     /// The route names and patterns, for the OpenAPI check.
@@ -134,15 +137,21 @@ public final class PerchAPI: Sendable {
         let started = DispatchTime.now().uptimeNanoseconds
         let parts = http.path.split(separator: "/", omittingEmptySubsequences: true).map(String.init)
         var routeName = "unmatched"
-        let response: HTTPResponse
+        var response: HTTPResponse
+        // RFC 9110: a 405 names the methods the path answers to; OPTIONS asks for them.
+        var allowed: [String] = []
         do {
             guard let (route, parameters) = route(http.method, parts) else {
-                let pathExists = routes.contains { $0.match($0.method, parts) != nil }
+                allowed = allowedMethods(parts)
+                if http.method == "OPTIONS", !allowed.isEmpty {
+                    let options = HTTPResponse(status: 204, headers: [("Allow", allowed.joined(separator: ", "))])
+                    return recorded(options, route: "options", since: started)
+                }
                 throw ChatError(
                     .badRequest,
                     [
                         "field": "path",
-                        "reason": .string(pathExists ? "method \(http.method) not allowed" : "no such endpoint"),
+                        "reason": .string(allowed.isEmpty ? "no such endpoint" : "method \(http.method) not allowed"),
                     ])
             }
             routeName = route.name
@@ -183,14 +192,20 @@ public final class PerchAPI: Sendable {
                 status = 413
             }
             response = .json(status, APIJSON.error(error))
+            if status == 405 { response.headers.append(("Allow", allowed.joined(separator: ", "))) }
         } catch {
             response = .json(500, APIJSON.error(service.wireSafeError(error)))
         }
+        return recorded(response, route: routeName, since: started)
+    }
+
+    /// `response`, counted in its route's metrics with the time since `started`.
+    private func recorded(_ response: HTTPResponse, route: String, since started: UInt64) -> HTTPResponse {
         let seconds = Double(DispatchTime.now().uptimeNanoseconds - started) / 1e9
         let counters = routeMetrics.withLock { known in
-            if let counters = known[routeName] { return counters }
-            let counters = RouteMetrics(metrics, route: routeName)
-            known[routeName] = counters
+            if let counters = known[route] { return counters }
+            let counters = RouteMetrics(metrics, route: route)
+            known[route] = counters
             return counters
         }
         counters.record(status: response.status, seconds: seconds)
@@ -249,12 +264,26 @@ extension PerchAPI {
             handler: handler)
     }
 
-    /// The route for `method` and the path's `parts`, with its parameters.
+    /// The route for `method` and the path's `parts`, with its parameters. HEAD takes a GET
+    /// route's answer (the server sends its headers, not its body), but not a stream's or a
+    /// socket's, which own their connection.
     func route(_ method: String, _ parts: [String]) -> (Route, [String: String])? {
-        for route in routes {
-            if let parameters = route.match(method, parts) { return (route, parameters) }
+        let head = method == "HEAD"
+        for route in routes where !(head && route.ownsConnection) {
+            if let parameters = route.match(head ? "GET" : method, parts) { return (route, parameters) }
         }
         return nil
+    }
+
+    /// The methods the path `parts` answers to, as RFC 9110's `Allow` lists them (HEAD beside
+    /// GET, and OPTIONS); empty when no route has that path.
+    func allowedMethods(_ parts: [String]) -> [String] {
+        var methods: [String] = []
+        for route in routes where route.match(route.method, parts) != nil {
+            methods.append(route.method)
+            if route.method == "GET", !route.ownsConnection { methods.append("HEAD") }
+        }
+        return methods.isEmpty ? [] : methods + ["OPTIONS"]
     }
 
     /// Whether `http`, sent over a WebSocket, may start while the requests before it wait for
@@ -306,7 +335,7 @@ extension PerchAPI {
                 guard request.caller.isApp || request.caller.uid == request.parameter("uid") else {
                     throw ChatError(.permissionDenied, ["reason": "only the user or the app updates a user"])
                 }
-                var body = try request.body()
+                var body = try request.requiredBody()
                 let name = try body.string("name")
                 let role = try body.string("role")
                 let metadata = body.json("metadata")

@@ -153,6 +153,8 @@ import Testing
             "fractional preference", "PUT", "/v3/notifications/preferences",
             #"{"oneOnOnePreferences":{"oneOnOneMessages":2.5}}"#, "oneOnOneMessages"
         ),
+        ("preferences without a body", "PUT", "/v3/notifications/preferences", nil, "body"),
+        ("user update without a body", "PUT", "/v3/users/bob", nil, "body"),
     ]
 
     @Test func malformedRequestsAreAnswered400WithTheField() async throws {
@@ -169,6 +171,36 @@ import Testing
             #expect(large.status == 413)
             #expect(try await http.call("GET", "/v3/nowhere", as: .user("bob")).status == 404)
             #expect(try await http.call("PATCH", "/v3/messages/1", as: .user("bob")).status == 405)
+        }
+    }
+
+    /// RFC 9110: a 405 lists the path's methods in `Allow`, OPTIONS answers with them, and HEAD
+    /// answers as GET does, without the body (before: 405 with no `Allow`, and HEAD and OPTIONS
+    /// refused everywhere).
+    @Test func methodsFollowHTTPSemantics() async throws {
+        try await withHTTPChat { http in
+            let sent = try await http.call(
+                "POST", "/v3/messages", as: .user("bob"),
+                json: #"{"receiver":"room","receiverType":"group","data":{"text":"hi"}}"#)
+            let id = try #require(sent.data["id"] as? Int)
+            let refused = try await http.call("PATCH", "/v3/messages/\(id)", as: .user("bob"))
+            #expect(refused.status == 405)
+            #expect(refused.headers["allow"] == "GET, HEAD, PUT, DELETE, OPTIONS")
+            #expect(refused.errorField == "path")
+            let options = try await http.call("OPTIONS", "/v3/messages/\(id)", as: .nobody)
+            #expect(options.status == 204)
+            #expect(options.headers["allow"] == "GET, HEAD, PUT, DELETE, OPTIONS")
+            #expect(try await http.call("OPTIONS", "/v3/nowhere", as: .nobody).status == 404)
+            let get = try await http.call("GET", "/v3/messages/\(id)", as: .user("bob"))
+            let head = try await http.call("HEAD", "/v3/messages/\(id)", as: .user("bob"))
+            #expect(head.status == 200)
+            #expect(head.body.isEmpty)
+            #expect(head.headers["content-length"] == String(get.body.count))
+            #expect(try await http.call("HEAD", "/v3/messages/\(id)", as: .nobody).status == 401)
+            // A stream owns its connection: HEAD is not one of its methods.
+            let stream = try await http.call("HEAD", "/v3/events", as: .user("bob"))
+            #expect(stream.status == 405)
+            #expect(stream.headers["allow"] == "GET, OPTIONS")
         }
     }
 

@@ -22,6 +22,8 @@ struct HTTPChat: Sendable {
     struct Answer: Sendable {
         var status: Int
         var body: Data
+        /// The response's headers, by lowercased name.
+        var headers: [String: String] = [:]
         var json: [String: Any] { (try? JSONSerialization.jsonObject(with: body)) as? [String: Any] ?? [:] }
         var data: [String: Any] { json["data"] as? [String: Any] ?? [:] }
         var list: [[String: Any]] { json["data"] as? [[String: Any]] ?? [] }
@@ -58,7 +60,11 @@ struct HTTPChat: Sendable {
         if let json { request.httpBody = Data(json.utf8) }
         if let body { request.httpBody = body }
         let (data, response) = try await session.data(for: request)
-        return Answer(status: (response as? HTTPURLResponse)?.statusCode ?? 0, body: data)
+        var headers: [String: String] = [:]
+        for case (let name as String, let value as String) in (response as? HTTPURLResponse)?.allHeaderFields ?? [:] {
+            headers[name.lowercased()] = value
+        }
+        return Answer(status: (response as? HTTPURLResponse)?.statusCode ?? 0, body: data, headers: headers)
     }
 }
 

@@ -8,16 +8,22 @@ extension PerchAPI {
     /// any request. It carries the caller's live events (as `GET /v3/events` does, resumed with
     /// `lastEventId`) and the caller's requests to any other endpoint, answered in order, so one
     /// connection does what a client otherwise does with a stream and keep-alive posts.
-    /// - Throws: `ERR_BAD_REQUEST` (400) without a valid `Sec-WebSocket-Key` or `Connection:
-    ///   Upgrade`; answers 426 with `Sec-WebSocket-Version: 13` to a request that is not a
-    ///   WebSocket handshake of version 13.
+    /// - Throws: `ERR_BAD_REQUEST` (400) without a valid `Sec-WebSocket-Key`, `Connection:
+    ///   Upgrade` or a `Sec-WebSocket-Version`; answers 426 with `Sec-WebSocket-Version: 13` to a
+    ///   request that is not a WebSocket handshake, or is one of another version.
     func webSocket(_ request: Request) async throws(ChatError) -> HTTPResponse {
         let http = request.http
         let upgrade = http.header("upgrade")?.lowercased() ?? ""
         let version = http.header("sec-websocket-version") ?? ""
-        guard upgrade.split(separator: ",").contains(where: { $0.trimmingCharacters(in: .whitespaces) == "websocket" }),
-            version == "13"
-        else {
+        let asksForWebSocket = upgrade.split(separator: ",").contains {
+            $0.trimmingCharacters(in: .whitespaces) == "websocket"
+        }
+        // RFC 6455 4.2.1: a handshake without its version is malformed (400); one of another
+        // version is answered with the version the server speaks (426, 4.4).
+        if asksForWebSocket, version.isEmpty {
+            throw .badRequest("Sec-WebSocket-Version", "a WebSocket handshake says Sec-WebSocket-Version: 13")
+        }
+        guard asksForWebSocket, version == "13" else {
             let error = ChatError.badRequest(
                 upgrade.isEmpty ? "Upgrade" : "Sec-WebSocket-Version",
                 "GET /v3/ws is a WebSocket handshake: Upgrade: websocket, Sec-WebSocket-Version: 13")

@@ -137,22 +137,13 @@ public final class PerchAPI: Sendable {
         let started = DispatchTime.now().uptimeNanoseconds
         let parts = http.path.split(separator: "/", omittingEmptySubsequences: true).map(String.init)
         var routeName = "unmatched"
-        var response: HTTPResponse
-        // RFC 9110: a 405 names the methods the path answers to; OPTIONS asks for them.
-        var allowed: [String] = []
+        let response: HTTPResponse
         do {
             guard let (route, parameters) = route(http.method, parts) else {
-                allowed = allowedMethods(parts)
-                if http.method == "OPTIONS", !allowed.isEmpty {
-                    let options = HTTPResponse(status: 204, headers: [("Allow", allowed.joined(separator: ", "))])
-                    return recorded(options, route: "options", since: started)
-                }
-                throw ChatError(
-                    .badRequest,
-                    [
-                        "field": "path",
-                        "reason": .string(allowed.isEmpty ? "no such endpoint" : "method \(http.method) not allowed"),
-                    ])
+                let allowed = allowedMethods(parts)
+                guard !allowed.isEmpty else { throw Self.notServed }
+                let answer = Self.methodNotTaken(http.method, allowed: allowed)
+                return recorded(answer, route: answer.status == 204 ? "options" : "unmatched", since: started)
             }
             routeName = route.name
             if route.name != "media.upload", http.body.count > maximumBodyBytes {
@@ -182,21 +173,26 @@ public final class PerchAPI: Sendable {
         } catch let error as ChatError {
             var status = error.code.httpStatus
             if error.code == .badRequest, error.params["reason"] == .string("no such endpoint") { status = 404 }
-            if error.code == .badRequest, case .string(let reason)? = error.params["reason"], reason.hasPrefix("method")
-            {
-                status = 405
-            }
             if error.code == .badRequest, case .string(let reason)? = error.params["reason"],
                 reason.hasPrefix("larger than")
             {
                 status = 413
             }
             response = .json(status, APIJSON.error(error))
-            if status == 405 { response.headers.append(("Allow", allowed.joined(separator: ", "))) }
         } catch {
             response = .json(500, APIJSON.error(service.wireSafeError(error)))
         }
         return recorded(response, route: routeName, since: started)
+    }
+
+    /// RFC 9110's answer to a method the path does not take: 204 to OPTIONS, else 405, each
+    /// naming the path's methods in `Allow`.
+    private static func methodNotTaken(_ method: String, allowed: [String]) -> HTTPResponse {
+        let allow = ("Allow", allowed.joined(separator: ", "))
+        guard method != "OPTIONS" else { return HTTPResponse(status: 204, headers: [allow]) }
+        var response = HTTPResponse.json(405, APIJSON.error(.badRequest("path", "method \(method) not allowed")))
+        response.headers.append(allow)
+        return response
     }
 
     /// `response`, counted in its route's metrics with the time since `started`.

@@ -135,7 +135,7 @@ extension ChatError.Code {
         case .permissionDenied, .groupNoClearance, .groupNoScopeClearance, .messageNotASender, .featureNotAccessible,
             .messageNoAccess, .bannedGroupMember, .groupNotJoined, .groupJoinNotAllowed, .groupNoSelfAction:
             return 403
-        case .messageIdNotFound, .uidNotFound, .guidNotFound, .notAMember: return 404
+        case .messageIdNotFound, .uidNotFound, .guidNotFound, .notAMember, .webhookNotFound: return 404
         case .pinnedMessagesLimitExceeded, .savedMessagesLimitExceeded, .messageActionNotAllowed, .alreadyJoined,
             .uidAlreadyExists, .guidAlreadyExists, .sameScope, .messageThreadNesting, .wrongMessageThread:
             return 409
@@ -155,16 +155,19 @@ enum APIJSON {
         writer.string(error.code.rawValue)
         writer.raw(",\"message\":")
         writer.string(error.message)
-        writer.raw(",\"details\":")
-        writer.value(
-            .object(
-                error.params.mapValues { value in
-                    switch value {
-                    case .int(let number): return .number(Double(number))
-                    case .string(let text): return .string(text)
-                    }
-                }))
-        writer.raw("}}")
+        writer.raw(",\"details\":{")
+        // Written by hand rather than as a JSONValue, whose numbers are doubles: an id keeps every
+        // digit (a message id past 2^53 would come out rounded, in exponent form).
+        for (index, (name, value)) in error.params.sorted(by: { $0.key < $1.key }).enumerated() {
+            if index > 0 { writer.raw(",") }
+            writer.string(name)
+            writer.raw(":")
+            switch value {
+            case .int(let number): writer.int(number)
+            case .string(let text): writer.string(text)
+            }
+        }
+        writer.raw("}}}")
         return writer.output
     }
 

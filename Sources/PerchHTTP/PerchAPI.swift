@@ -349,8 +349,9 @@ extension PerchAPI {
             },
             route("POST", "v3/hooks/{name}", name: "hooks", appOnly: true) { api, request in
                 let body = request.http.body.isEmpty ? JSONValue.object([:]) : try JSONBody(request.http.body).asValue
-                let fired = await api.host?.webhook(request.parameter("name"), body: body) ?? 0
-                guard fired > 0 else { throw ChatError.badRequest("name", "no rule listens on this webhook") }
+                let name = request.parameter("name")
+                let fired = await api.host?.webhook(name, body: body) ?? 0
+                guard fired > 0 else { throw ChatError(.webhookNotFound, ["name": .string(name)]) }
                 return .json(200, APIJSON.data(#"{"rules":\#(fired)}"#))
             },
         ]

@@ -151,6 +151,10 @@ import Testing
             #expect(
                 try await http.call("POST", "/v3/messages/\(replyId)/thread/subscription", as: .user("bob")).errorCode
                     == "ERR_MESSAGE_ACTION_NOT_ALLOWED")
+            // errorParams keep an id's every digit: a double would round it and write it in exponent form.
+            let largest = try await http.call("GET", "/v3/messages/9223372036854775807", as: .user("bob"))
+            #expect(largest.errorCode == "ERR_MESSAGE_ID_NOT_FOUND")
+            #expect(String(decoding: largest.body, as: UTF8.self).contains(#""messageId":9223372036854775807"#))
         }
     }
 
@@ -186,7 +190,12 @@ import Testing
             #expect(
                 try await http.call("POST", "/v3/hooks/deploy", json: #"{"version": "2.0"}"#).data["rules"] as? Int == 1
             )
-            #expect(try await http.call("POST", "/v3/hooks/unknown", json: "{}").status == 400)
+            let unknownHook = try await http.call("POST", "/v3/hooks/unknown", json: "{}")
+            #expect(unknownHook.status == 404)
+            #expect(unknownHook.errorCode == "ERR_WEBHOOK_NOT_FOUND")
+            #expect(
+                ((unknownHook.json["error"] as? [String: Any])?["details"] as? [String: Any])?["name"] as? String
+                    == "unknown")
             #expect(try await http.call("POST", "/v3/hooks/deploy", as: .user("carol"), json: "{}").status == 200)
             let issued = try await http.call("POST", "/v3/users/carol/auth_tokens")
             let token = try #require(issued.data["authToken"] as? String)

@@ -45,6 +45,8 @@ public struct ChatError: Error, Sendable, Hashable, CustomStringConvertible {
         public static let emptyMessageText = Code("ERR_EMPTY_MESSAGE_TEXT")
         public static let invalidReceiverType = Code("ERR_INVALID_RECEIVER_TYPE")
         public static let invalidMessageData = Code("ERR_INVALID_MESSAGE_DATA")
+        /// No bot rule listens on the webhook name posted to.
+        public static let webhookNotFound = Code("ERR_WEBHOOK_NOT_FOUND")
         public static let badRequest = Code("ERR_BAD_REQUEST")
         public static let tooManyRequests = Code("ERR_TOO_MANY_REQUESTS")
         public static let internalError = Code("ERR_INTERNAL")

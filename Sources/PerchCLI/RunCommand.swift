@@ -84,6 +84,7 @@ public enum RunCommand {
                     host: address.host, port: address.port,
                     maximumBodyBytes: max(config.server.maxBodyBytes, config.server.maxUploadBytes),
                     maximumStreams: config.server.maxStreams,
+                    idleTimeout: .seconds(config.server.idleTimeoutSeconds),
                     handler: { request in await api.respond(to: request) })
                 logger.info("http listening", ["address": "\(address.host):\(server!.port)"])
             } catch {

@@ -108,11 +108,14 @@ public final class HTTPServer: Sendable {
     /// Connections beyond the streams' for requests that are not streams.
     public static let requestReserve = 64
 
-    /// Starts listening on `host:port` (port 0 picks a free one).
+    /// Starts listening on `host:port` (port 0 picks a free one). A connection that sends nothing
+    /// for `idleTimeout` (a keep-alive connection between requests, or a client stalled in the
+    /// middle of one) is closed, so idle clients do not hold the connections and their threads;
+    /// a stream is never idle (it sends at least a heartbeat), and a WebSocket is the socket's own.
     /// - Throws: ``HTTPServerError`` when the address cannot be bound.
     public init(
         host: String, port: UInt16, maximumBodyBytes: Int, heartbeat: Duration = .seconds(15),
-        maximumStreams: Int = 1_000, handler: @escaping Handler
+        maximumStreams: Int = 1_000, idleTimeout: Duration = .seconds(60), handler: @escaping Handler
     ) throws {
         self.handler = handler
         self.maximumBodyBytes = maximumBodyBytes
@@ -123,7 +126,8 @@ public final class HTTPServer: Sendable {
         guard
             let started = perch_mhd_start(
                 host, port, accessHandler, Unmanaged.passUnretained(box).toOpaque(), completedHandler,
-                UInt32(clamping: self.maximumStreams + Self.requestReserve), 300)
+                UInt32(clamping: self.maximumStreams + Self.requestReserve),
+                UInt32(clamping: max(1, idleTimeout.components.seconds)))
         else {
             throw HTTPServerError(description: "cannot listen on \(host):\(port)")
         }

@@ -109,6 +109,9 @@ let brokenCases: [BrokenCase] = [
         "streams out of range", "version: 1\nserver:\n  maxStreams: 0\n",
         "config.yaml:3:15: error: server.maxStreams: 0 is out of range; expected 1 to 100000"),
     .config(
+        "idle timeout out of range", "version: 1\nserver:\n  idleTimeoutSeconds: 0\n",
+        "config.yaml:3:23: error: server.idleTimeoutSeconds: 0 is out of range; expected 1 to 86400"),
+    .config(
         "bad listen address", "version: 1\nserver:\n  listen: localhost\n",
         "config.yaml:3:11: error: server.listen: expected host:port, found 'localhost'"),
     .config(

@@ -291,6 +291,43 @@ import Testing
         }
     }
 
+    @Test func idleConnectionsAreClosedWhileStreamsStayOpen() async throws {
+        // Heartbeats far apart, so only the stream being open keeps it from counting as idle.
+        try await withHTTPChat(heartbeat: .seconds(60), idleTimeout: .seconds(1)) { http in
+            let port = http.server.port
+            let bob = ["apikey": apiKey, "onBehalfOf": "bob"]
+            let stream = try SSEClient(port: port, path: "/v3/events", headers: bob)
+            let socket = try await onThread { try WebSocketTestClient(port: port, headers: bob) }
+            await onThread { stream.waitUntilOpen() }
+            #expect(stream.buffer.contains("perch.session") && socket.status == 101)
+
+            // A keep-alive connection, answered and then silent, is closed; so is a client that
+            // stalls in the middle of its request. Each would otherwise hold a connection and its
+            // thread (for five minutes before, libmicrohttpd's timeout then).
+            let keptAlive = try SSEClient(port: port, path: nil, headers: [:])
+            keptAlive.handle.write(Data("GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n".utf8))
+            let stalled = try SSEClient(port: port, path: nil, headers: [:])
+            stalled.handle.write(Data("GET /healthz HTTP/1.1\r\nHo".utf8))
+            let answered = await onThread { keptAlive.readToEnd(timeout: 20) }
+            #expect(answered.hasPrefix("HTTP/1.1 200") && keptAlive.closed)
+            let nothing = await onThread { stalled.readToEnd(timeout: 20) }
+            #expect(nothing.isEmpty && stalled.closed)
+
+            // The stream and the WebSocket, quiet for twice as long as that, are still open and deliver.
+            try await Task.sleep(for: .seconds(2))
+            let sent = try await http.call(
+                "POST", "/v3/messages", as: .user("alice"),
+                json: #"{"receiver": "room", "receiverType": "group", "data": {"text": "still there?"}}"#)
+            #expect(sent.status == 200)
+            let delivered = await onThread { stream.events(1) }
+            #expect(delivered.map(\.name) == ["onTextMessageReceived"])
+            let answered200 = await onThread {
+                socket.request(1, "GET", "/v3/groups/room/messages").answer?.status == 200
+            }
+            #expect(answered200)
+        }
+    }
+
     @Test func streamsBeyondTheLimitAreAnswered503AndRequestsStillGetThrough() async throws {
         try await withHTTPChat(maximumStreams: 2) { http in
             let port = http.server.port

@@ -70,7 +70,8 @@ struct HTTPChat: Sendable {
 
 func withHTTPChat(
     bots: [String: String] = [:], maximumBody: Int = 64 * 1024, messagesPerMinute: Int = 0, web: WebSettings? = nil,
-    maximumStreams: Int = 1_000, registry: PluginRegistry = .standard, executor: (any TaskExecutor)? = nil,
+    maximumStreams: Int = 1_000, heartbeat: Duration = .seconds(1), idleTimeout: Duration = .seconds(60),
+    registry: PluginRegistry = .standard, executor: (any TaskExecutor)? = nil,
     _ body: (HTTPChat) async throws -> Void
 )
     async throws
@@ -82,8 +83,8 @@ func withHTTPChat(
             service: chat.service, host: chat.host, apiKey: apiKey, metrics: chat.host.metrics, media: media, web: web,
             maximumBodyBytes: maximumBody, messagesPerMinute: messagesPerMinute)
         let server = try HTTPServer(
-            host: "127.0.0.1", port: 0, maximumBodyBytes: max(maximumBody, 32 * 1024), heartbeat: .seconds(1),
-            maximumStreams: maximumStreams
+            host: "127.0.0.1", port: 0, maximumBodyBytes: max(maximumBody, 32 * 1024), heartbeat: heartbeat,
+            maximumStreams: maximumStreams, idleTimeout: idleTimeout
         ) {
             await api.respond(to: $0)
         }
@@ -111,6 +112,8 @@ final class SSEClient: @unchecked Sendable {
     // Used from one test at a time.
     let handle: FileHandle
     var buffer = ""
+    /// Whether the server closed the connection (seen by ``readToEnd(timeout:)``).
+    var closed = false
 
     /// Connects; with a `path`, asks for that event stream (HTTP/1.0: the body is the stream).
     init(port: UInt16, path: String?, headers: [String: String]) throws {
@@ -185,7 +188,10 @@ final class SSEClient: @unchecked Sendable {
         while Date() < deadline {
             guard poll(&fds, 1, 100) > 0 else { continue }
             let data = handle.availableData
-            if data.isEmpty { break }
+            if data.isEmpty {
+                closed = true
+                break
+            }
             buffer += String(decoding: data, as: UTF8.self)
         }
         return buffer

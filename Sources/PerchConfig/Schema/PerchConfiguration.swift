@@ -93,6 +93,10 @@ public struct ServerConfiguration: Decodable, Sendable {
     /// `maxStreams` (default 1000): event streams and WebSockets open at once; the next is answered
     /// 503 `ERR_TOO_MANY_STREAMS`. Each holds a connection and a thread (about 50 KiB).
     public var maxStreams: Int = 1_000
+    /// `idleTimeoutSeconds` (default 60): a connection that sends nothing for this long (a
+    /// keep-alive connection between requests, a client stalled in the middle of one) is closed.
+    /// Event streams and WebSockets are not idle while open.
+    public var idleTimeoutSeconds: Int = 60
 
     public static let defaultUploadTypes = [
         "image/png", "image/jpeg", "image/gif", "image/webp", "audio/mpeg", "audio/ogg", "video/mp4", "video/webm",
@@ -103,7 +107,7 @@ public struct ServerConfiguration: Decodable, Sendable {
 
     enum CodingKeys: String, CodingKey {
         case listen, dataDirectory, apiKey, maxBodyBytes, maxUploadBytes, devSignIn, uploadTypes, webDirectory
-        case maxStreams
+        case maxStreams, idleTimeoutSeconds
     }
 
     public init(from decoder: any Decoder) throws {
@@ -117,6 +121,7 @@ public struct ServerConfiguration: Decodable, Sendable {
         uploadTypes = try c.decodeIfPresent([String].self, forKey: .uploadTypes) ?? uploadTypes
         webDirectory = try c.decodeIfPresent(String.self, forKey: .webDirectory) ?? webDirectory
         maxStreams = try c.decodeIfPresent(Int.self, forKey: .maxStreams) ?? maxStreams
+        idleTimeoutSeconds = try c.decodeIfPresent(Int.self, forKey: .idleTimeoutSeconds) ?? idleTimeoutSeconds
     }
 
     /// The host and port of ``listen``, or nil when it is not `host:port`.

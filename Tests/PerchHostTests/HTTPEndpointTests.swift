@@ -292,8 +292,9 @@ import Testing
     }
 
     @Test func idleConnectionsAreClosedWhileStreamsStayOpen() async throws {
-        // Heartbeats far apart, so only the stream being open keeps it from counting as idle.
-        try await withHTTPChat(heartbeat: .seconds(60), idleTimeout: .seconds(1)) { http in
+        // Heartbeats further apart than the stream is quiet below, so only its being open keeps it
+        // from counting as idle.
+        try await withHTTPChat(heartbeat: .seconds(8), idleTimeout: .seconds(1)) { http in
             let port = http.server.port
             let bob = ["apikey": apiKey, "onBehalfOf": "bob"]
             let stream = try SSEClient(port: port, path: "/v3/events", headers: bob)

@@ -56,6 +56,11 @@ def handle(params):
         call_host("host.storage.set", {"context": context, "key": "count", "value": str(count)})
         call_host("host.reply", {"context": context, "text": f"counted {count}"})
         return {}
+    if params.get("command", {}).get("args") == "ghost":
+        # A refused host call answers a JSON-RPC error whose data has the code and its params.
+        _, error = call_host("host.subscribe", {"context": params["context"], "who": "ghost"})
+        data = (error or {}).get("data") or {}
+        return {"actions": [{"reply": f"refused: {data.get('code')} {json.dumps(data.get('params'), sort_keys=True)}"}]}
     sender = message.get("sender", "?")
     counts[sender] = counts.get(sender, 0) + 1
     text = params.get("command", {}).get("args") or message.get("text", "")

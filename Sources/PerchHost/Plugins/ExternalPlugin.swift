@@ -330,7 +330,17 @@ final class ExternalPlugin: BotPlugin, @unchecked Sendable {
             var data: JSONValue = .null
             if let chat = error as? ChatError {
                 message = chat.message
-                data = .object(["code": .string(chat.code.rawValue)])
+                // The code and its errorParams, as the HTTP API's `details` has them.
+                data = .object([
+                    "code": .string(chat.code.rawValue),
+                    "params": .object(
+                        chat.params.mapValues { value in
+                            switch value {
+                            case .int(let number): return .number(Double(number))
+                            case .string(let text): return .string(text)
+                            }
+                        }),
+                ])
             } else {
                 message = "\(error)"
             }

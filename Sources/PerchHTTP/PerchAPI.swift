@@ -351,7 +351,7 @@ extension PerchAPI {
                 let body = request.http.body.isEmpty ? JSONValue.object([:]) : try JSONBody(request.http.body).asValue
                 let name = request.parameter("name")
                 let fired = await api.host?.webhook(name, body: body) ?? 0
-                guard fired > 0 else { throw ChatError(.webhookNotFound, ["name": .string(name)]) }
+                guard fired > 0 else { throw ChatError.webhookNotFound(name) }
                 return .json(200, APIJSON.data(#"{"rules":\#(fired)}"#))
             },
         ]

@@ -74,6 +74,14 @@ public struct ChatError: Error, Sendable, Hashable, CustomStringConvertible {
             }
         }
 
+        /// As a JSON value (a number is a double there: exact up to 2^53).
+        public var json: JSONValue {
+            switch self {
+            case .int(let value): return .number(Double(value))
+            case .string(let value): return .string(value)
+            }
+        }
+
         public init(from decoder: any Decoder) throws {
             let container = try decoder.singleValueContainer()
             if let value = try? container.decode(Int64.self) {
@@ -107,4 +115,8 @@ extension ChatError {
     public static func uidNotFound(_ uid: String) -> ChatError { ChatError(.uidNotFound, ["uid": .string(uid)]) }
 
     public static func guidNotFound(_ guid: String) -> ChatError { ChatError(.guidNotFound, ["guid": .string(guid)]) }
+
+    public static func webhookNotFound(_ name: String) -> ChatError {
+        ChatError(.webhookNotFound, ["name": .string(name)])
+    }
 }

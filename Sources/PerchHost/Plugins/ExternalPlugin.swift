@@ -331,16 +331,7 @@ final class ExternalPlugin: BotPlugin, @unchecked Sendable {
             if let chat = error as? ChatError {
                 message = chat.message
                 // The code and its errorParams, as the HTTP API's `details` has them.
-                data = .object([
-                    "code": .string(chat.code.rawValue),
-                    "params": .object(
-                        chat.params.mapValues { value in
-                            switch value {
-                            case .int(let number): return .number(Double(number))
-                            case .string(let text): return .string(text)
-                            }
-                        }),
-                ])
+                data = .object(["code": .string(chat.code.rawValue), "params": .object(chat.params.mapValues(\.json))])
             } else {
                 message = "\(error)"
             }

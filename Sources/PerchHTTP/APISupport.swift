@@ -127,6 +127,24 @@ enum Secrets {
     }
 }
 
+/// A refusal whose HTTP status is not its code's own: the API's error body (`ERR_BAD_REQUEST`), with
+/// the status HTTP has for the case (404 for a path nothing serves, 413 for a body past a limit).
+struct HTTPRefusal: Error {
+    let status: Int
+    let error: ChatError
+
+    /// 404: no such endpoint or file, or no web chat served (`server.webDirectory` empty).
+    static let notServed = HTTPRefusal(
+        status: 404, error: ChatError(.badRequest, ["field": "path", "reason": "no such endpoint"]))
+
+    /// 413: the body is past `limit` bytes.
+    static func tooLarge(_ reason: String, limit: Int) -> HTTPRefusal {
+        HTTPRefusal(
+            status: 413,
+            error: ChatError(.badRequest, ["field": "body", "reason": .string(reason), "limit": .int(Int64(limit))]))
+    }
+}
+
 /// The HTTP status of each error code.
 extension ChatError.Code {
     var httpStatus: Int {

@@ -39,12 +39,7 @@ extension PerchAPI {
         }
         guard !request.http.body.isEmpty else { throw ChatError.badRequest("body", "the file is empty") }
         guard request.http.body.count <= media.maximumBytes else {
-            throw ChatError(
-                .badRequest,
-                [
-                    "field": "body", "reason": "larger than the upload limit",
-                    "limit": .int(Int64(media.maximumBytes)),
-                ])
+            throw HTTPRefusal.tooLarge("larger than the upload limit", limit: media.maximumBytes)
         }
         let name = Self.displayName(request.query("name") ?? "file")
         let id = Secrets.newToken()

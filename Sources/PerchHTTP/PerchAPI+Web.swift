@@ -38,7 +38,7 @@ extension PerchAPI {
                 try api.webFile(request.parameter("file"))
             },
             route("GET", "v3/web/settings", name: "web.settings", authenticated: false) { api, _ in
-                guard let web = api.web, web.directory != nil else { throw Self.notServed }
+                guard let web = api.web, web.directory != nil else { throw HTTPRefusal.notServed }
                 var people: [String] = []
                 if web.devSignIn {
                     for uid in web.people {
@@ -67,16 +67,13 @@ extension PerchAPI {
         ]
     }
 
-    /// 404: no such file, or no web chat served (`server.webDirectory` empty).
-    static let notServed = ChatError(.badRequest, ["field": "path", "reason": "no such endpoint"])
-
     /// One file of the web folder; names are single path components with a known extension.
-    func webFile(_ name: String) throws(ChatError) -> HTTPResponse {
-        guard let directory = web?.directory else { throw Self.notServed }
+    func webFile(_ name: String) throws(HTTPRefusal) -> HTTPResponse {
+        guard let directory = web?.directory else { throw HTTPRefusal.notServed }
         let type = WebSettings.types[(name as NSString).pathExtension.lowercased()]
         guard let type, !name.hasPrefix("."), !name.contains("/"),
             let bytes = FileManager.default.contents(atPath: directory + "/" + name)
-        else { throw Self.notServed }
+        else { throw HTTPRefusal.notServed }
         return HTTPResponse(
             status: 200, headers: [("Content-Type", type), ("Cache-Control", "no-cache")], body: Array(bytes))
     }

@@ -141,18 +141,13 @@ public final class PerchAPI: Sendable {
         do {
             guard let (route, parameters) = route(http.method, parts) else {
                 let allowed = allowedMethods(parts)
-                guard !allowed.isEmpty else { throw Self.notServed }
+                guard !allowed.isEmpty else { throw HTTPRefusal.notServed }
                 let answer = Self.methodNotTaken(http.method, allowed: allowed)
                 return recorded(answer, route: answer.status == 204 ? "options" : "unmatched", since: started)
             }
             routeName = route.name
             if route.name != "media.upload", http.body.count > maximumBodyBytes {
-                throw ChatError(
-                    .badRequest,
-                    [
-                        "field": "body", "reason": "larger than the body limit",
-                        "limit": .int(Int64(maximumBodyBytes)),
-                    ])
+                throw HTTPRefusal.tooLarge("larger than the body limit", limit: maximumBodyBytes)
             }
             let caller: Caller
             if let socketCaller {
@@ -170,15 +165,10 @@ public final class PerchAPI: Sendable {
             }
             let request = Request(http: http, parameters: parameters, caller: caller, pipelining: pipelining)
             response = try await route.handler(self, request)
+        } catch let refusal as HTTPRefusal {
+            response = .json(refusal.status, APIJSON.error(refusal.error))
         } catch let error as ChatError {
-            var status = error.code.httpStatus
-            if error.code == .badRequest, error.params["reason"] == .string("no such endpoint") { status = 404 }
-            if error.code == .badRequest, case .string(let reason)? = error.params["reason"],
-                reason.hasPrefix("larger than")
-            {
-                status = 413
-            }
-            response = .json(status, APIJSON.error(error))
+            response = .json(error.code.httpStatus, APIJSON.error(error))
         } catch {
             response = .json(500, APIJSON.error(service.wireSafeError(error)))
         }

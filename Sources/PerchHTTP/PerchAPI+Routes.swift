@@ -101,8 +101,11 @@ extension PerchAPI {
                 guard try request.queryBool("saved") == true else {
                     throw ChatError.badRequest("saved", "GET /v3/messages lists saved messages: give saved=true")
                 }
+                // A conversation named here is refused by the service, as on the conversations' own
+                // routes: saved messages span every conversation.
                 var messagesRequest = try api.messagesRequest(request)
-                messagesRequest.saved = true
+                messagesRequest.uid = request.query("uid")
+                messagesRequest.guid = request.query("guid")
                 return try await api.page(messagesRequest, request)
             },
             route("GET", "v3/messages/{id}", name: "messages.get") { api, request in
@@ -241,6 +244,7 @@ extension PerchAPI {
         messagesRequest.hideReplies = try request.queryBool("hideReplies") ?? false
         messagesRequest.hideDeleted = try request.queryBool("hideDeleted") ?? false
         messagesRequest.pinned = try request.queryBool("pinned") ?? false
+        messagesRequest.saved = try request.queryBool("saved") ?? false
         messagesRequest.searchKeyword = request.query("searchKey")
         if let parent = request.query("parentMessageId") {
             guard let value = Int64(parent), value >= 0 else { throw .badRequest("parentMessageId", "expected an id") }

@@ -193,6 +193,10 @@ import Testing
             await expectRefusal(.badRequest) {
                 _ = try await chat.service.fetchPrevious(MessagesRequest(uid: "bob", saved: true), as: "dave")
             }
+            // A thread is one conversation's too: the saved list would ignore it.
+            await expectRefusal(.badRequest) {
+                _ = try await chat.service.fetchPrevious(MessagesRequest(parentMessageId: 1, saved: true), as: "dave")
+            }
             await expectRefusal(.groupNotJoined) {
                 _ = try await chat.service.fetchPrevious(MessagesRequest(guid: "g", pinned: true), as: "erin")
             }

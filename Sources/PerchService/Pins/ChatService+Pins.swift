@@ -116,8 +116,8 @@ extension ChatService {
     /// first, each carrying `receiverUid` and `receiverType`. Deleted or no longer accessible
     /// messages are left out.
     func fetchSaved(_ request: MessagesRequest, as viewer: String) async throws(ChatError) -> MessagePage {
-        guard request.uid == nil, request.guid == nil else {
-            throw .badRequest("saved", "saved messages span every conversation: give neither uid nor guid")
+        guard request.uid == nil, request.guid == nil, request.parentMessageId == nil else {
+            throw .badRequest("saved", "saved messages span every conversation: give no uid, guid or thread")
         }
         guard !request.pinned else { throw .badRequest("saved", "give pinned or saved, not both") }
         return try await reading { tx in

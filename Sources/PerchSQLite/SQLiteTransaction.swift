@@ -166,6 +166,20 @@ final class SQLiteTransaction: ChatWriteTransaction {
         changedMembers = true
     }
 
+    func seededScope(guid: String, uid: String) throws -> GroupMemberScope? {
+        try db.query(
+            "SELECT scope FROM seeded_members WHERE guid = ? AND uid = ?", [.text(guid), .text(uid)]
+        ) { GroupMemberScope(rawValue: $0.text(0)) }.first ?? nil
+    }
+
+    func recordSeededMember(guid: String, uid: String, scope: GroupMemberScope) throws {
+        try db.run(
+            """
+            INSERT INTO seeded_members (guid, uid, scope) VALUES (?, ?, ?)
+            ON CONFLICT (guid, uid) DO UPDATE SET scope = excluded.scope
+            """, [.text(guid), .text(uid), .text(scope.rawValue)])
+    }
+
     func isBanned(guid: String, uid: String) throws -> Bool {
         try remembered(MemberKey(guid: guid, uid: uid), in: \.bans) {
             try db.scalar("SELECT 1 FROM bans WHERE guid = ? AND uid = ?", [.text(guid), .text(uid)]) != nil

@@ -242,5 +242,15 @@ enum Schema {
         CREATE INDEX outbox_by_user ON outbox (uid, seq);
         DELETE FROM sqlite_sequence;
         """,
+        // 8: the memberships config.yaml's seed last applied, with their scope: a seed is applied
+        // again only when it changes, so a leave, a kick or a scope change made since stays.
+        """
+        CREATE TABLE seeded_members (
+            guid TEXT NOT NULL,
+            uid TEXT NOT NULL,
+            scope TEXT NOT NULL,
+            PRIMARY KEY (guid, uid)
+        ) WITHOUT ROWID;
+        """,
     ]
 }

@@ -141,6 +141,42 @@ import Testing
         }
     }
 
+    /// config.yaml's seed puts people in groups when it first names them, not at every start: a
+    /// member who left or was kicked, or whose scope an admin changed, stays so across a reload
+    /// (which seeds as a start does) until the seed itself changes for them.
+    @Test func aSeededMembershipIsAppliedWhenTheSeedNamesItNotAtEveryStart() async throws {
+        let bot = botFile("  - on: message\n    when: { text_matches: \"^!never\" }\n    do: [{ reply: \"x\" }]")
+        try await withTestHost(config: hostConfig, bots: ["b.yaml": bot]) { chat in
+            let service = chat.service
+            func scope(_ uid: String, _ guid: String) async throws -> GroupMemberScope? {
+                try await service.members(of: guid, as: "alice").first { $0.uid == uid }?.scope
+            }
+            try await service.leave("room", as: "carol")
+            try await service.kick("carol", from: "other", by: "alice")
+            try await service.changeScope(of: "bob", in: "room", to: .participant, by: "alice")
+            let configPath = chat.directory + "/../config.yaml"
+            func reload() async {
+                let loaded = ConfigurationLoader(environment: [:]).load(configPath: configPath)
+                #expect(await chat.host.reload(loaded))
+            }
+            await reload()
+            #expect(try await scope("carol", "room") == nil)
+            #expect(try await scope("carol", "other") == nil)
+            #expect(try await scope("bob", "room") == .participant)
+
+            // The seed changes for carol in room (a scope now): applied; the rest stays as people left it.
+            let changed = hostConfig.replacingOccurrences(
+                of: "scope: admin }\n        - { uid: carol }",
+                with: "scope: admin }\n        - { uid: carol, scope: moderator }")
+            try #require(changed != hostConfig)
+            try changed.write(toFile: configPath, atomically: true, encoding: .utf8)
+            await reload()
+            #expect(try await scope("carol", "room") == .moderator)
+            #expect(try await scope("carol", "other") == nil)
+            #expect(try await scope("bob", "room") == .participant)
+        }
+    }
+
     @Test func anInvalidReloadKeepsTheRunningConfiguration() async throws {
         let rules = """
               - on: message

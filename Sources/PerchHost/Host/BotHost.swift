@@ -123,7 +123,8 @@ public actor BotHost {
         logger.info("ready", ["bots": String(runtimes.withLock { $0.count })])
     }
 
-    /// Creates the seed users and groups when absent (idempotent).
+    /// Creates the seed users and groups when absent, and applies a seeded membership when the seed
+    /// names it for the first time or with a new scope (a leave or kick since is kept).
     func seed(_ config: PerchConfiguration, _ service: ChatService) async throws {
         for user in config.seed.users {
             _ = try await service.ensureUser(uid: user.uid, name: user.name, role: user.role ?? User.defaultRole)
@@ -133,7 +134,8 @@ public actor BotHost {
                 guid: group.guid, name: group.name, type: group.type ?? .public,
                 owner: group.owner)
             for member in group.members ?? [] {
-                try await service.ensureMember(guid: group.guid, uid: member.uid, scope: member.scope ?? .participant)
+                try await service.ensureSeededMember(
+                    guid: group.guid, uid: member.uid, scope: member.scope ?? .participant)
             }
         }
     }

@@ -41,24 +41,40 @@ extension ChatService {
         }
     }
 
-    /// Makes `uid` a member with `scope` unless they are one already, or banned (seeding, bots).
+    /// Makes `uid` a member with `scope` unless they are one already, or banned (a bot's groups).
     /// Idempotent; emits `onMemberAddedToGroup` only when it adds.
     public func ensureMember(guid: String, uid: String, scope: GroupMemberScope) async throws(ChatError) {
         let now = clock.now()
+        try await writing { tx in try Self.ensureMember(tx, guid: guid, uid: uid, scope: scope, at: now) }
+    }
+
+    /// A membership config.yaml's seed names: applied as ``ensureMember(guid:uid:scope:)`` the first
+    /// time the seed names it and whenever its scope there changes, and otherwise left as people
+    /// made it since. Someone who left, was kicked or had their scope changed is not put back by
+    /// the next start or reload, as Slack and Matrix keep a person out of a room they left.
+    public func ensureSeededMember(guid: String, uid: String, scope: GroupMemberScope) async throws(ChatError) {
+        let now = clock.now()
         try await writing { tx in
-            let group = try Self.requireGroup(tx, guid)
-            _ = try Self.requireUser(tx, uid)
-            if let existing = try tx.member(guid: guid, uid: uid) {
-                if existing.scope != scope, existing.scope != .owner {
-                    try tx.upsertMember(GroupMember(guid: guid, uid: uid, scope: scope, joinedAt: existing.joinedAt))
-                }
-                return
-            }
-            guard try !tx.isBanned(guid: guid, uid: uid) else { return }
-            try tx.upsertMember(GroupMember(guid: guid, uid: uid, scope: scope, joinedAt: now))
-            try Self.memberEvent(
-                tx, .memberAddedToGroup, group: group, uid: uid, actor: group.owner, scope: scope, at: now)
+            guard try tx.seededScope(guid: guid, uid: uid) != scope else { return }
+            try Self.ensureMember(tx, guid: guid, uid: uid, scope: scope, at: now)
+            try tx.recordSeededMember(guid: guid, uid: uid, scope: scope)
         }
+    }
+
+    static func ensureMember(
+        _ tx: any ChatWriteTransaction, guid: String, uid: String, scope: GroupMemberScope, at now: Int64
+    ) throws {
+        let group = try requireGroup(tx, guid)
+        _ = try requireUser(tx, uid)
+        if let existing = try tx.member(guid: guid, uid: uid) {
+            if existing.scope != scope, existing.scope != .owner {
+                try tx.upsertMember(GroupMember(guid: guid, uid: uid, scope: scope, joinedAt: existing.joinedAt))
+            }
+            return
+        }
+        guard try !tx.isBanned(guid: guid, uid: uid) else { return }
+        try tx.upsertMember(GroupMember(guid: guid, uid: uid, scope: scope, joinedAt: now))
+        try memberEvent(tx, .memberAddedToGroup, group: group, uid: uid, actor: group.owner, scope: scope, at: now)
     }
 
     /// A group, for someone who may see it: any user for a public group, members for a private one.

@@ -95,6 +95,8 @@ public protocol ChatReadTransaction {
     func events(for uid: String, session: String?, after seq: Int64, limit: Int) throws -> EventPage
     func cursor(consumer: String) throws -> Int64?
     func pluginValue(bot: String, key: String) throws -> String?
+    /// The scope config.yaml's seed last gave `uid` in `guid`; nil when the seed never named them.
+    func seededScope(guid: String, uid: String) throws -> GroupMemberScope?
     /// The user of an auth token, by the token's hash.
     func tokenOwner(hash: String) throws -> String?
     func media(_ id: String) throws -> MediaFile?
@@ -110,6 +112,8 @@ public protocol ChatWriteTransaction: ChatReadTransaction {
     func updateGroup(_ group: Group) throws
     func upsertMember(_ member: GroupMember) throws
     func removeMember(guid: String, uid: String) throws
+    /// Records that the seed gave `uid` in `guid` this scope.
+    func recordSeededMember(guid: String, uid: String, scope: GroupMemberScope) throws
     func setBanned(guid: String, uid: String, banned: Bool, at time: Int64) throws
     /// Inserts a new message and returns its id, greater than every earlier id.
     func insertMessage(_ message: Message) throws -> Int64

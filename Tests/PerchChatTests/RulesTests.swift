@@ -268,3 +268,22 @@ struct DeleteCase: CustomTestStringConvertible, Sendable {
         )
     }
 }
+
+@Suite struct ErrorTextTests {
+    /// The text a client shows names what the refusal is about: the quoted message of a quote
+    /// reply, not a thread's parent, and one quote reply in the singular.
+    @Test func theTextNamesTheMessageAndCountsInEnglish() {
+        #expect(
+            ChatError(.wrongMessageThread, ["quotedMessageId": 7]).message
+                == "The quoted message belongs to another conversation.")
+        #expect(
+            ChatError(.wrongMessageThread, ["parentMessageId": 7]).message
+                == "The parent message belongs to another conversation.")
+        #expect(
+            ChatError(.messageActionNotAllowed, ["messageId": 7, "quoteReplyCount": 1]).message
+                == "The message has a quote reply; delete it first.")
+        #expect(
+            ChatError(.messageActionNotAllowed, ["messageId": 7, "quoteReplyCount": 3]).message
+                == "The message has 3 quote replies; delete them first.")
+    }
+}

@@ -8,12 +8,15 @@ extension ChatError {
         case .messageActionNotAllowed:
             if let reason = params["reason"] { return "This action is not allowed on this message: \(reason)." }
             if let count = params["quoteReplyCount"] {
-                return "The message has \(count) quote replies; delete them first."
+                let replies = count == .int(1) ? "a quote reply" : "\(count) quote replies"
+                return "The message has \(replies); delete \(count == .int(1) ? "it" : "them") first."
             }
             return "This action is not allowed on this message."
         case .messageNotASender: return "Only the sender may do this to the message."
         case .messageThreadNesting: return "Threads are one level deep: a reply cannot have replies."
-        case .wrongMessageThread: return "The parent message belongs to another conversation."
+        case .wrongMessageThread:
+            if params["quotedMessageId"] != nil { return "The quoted message belongs to another conversation." }
+            return "The parent message belongs to another conversation."
         case .permissionDenied: return "Your scope does not allow this here."
         case .pinnedMessagesLimitExceeded:
             return "The conversation already has the maximum of \(param("limit")) pinned messages."

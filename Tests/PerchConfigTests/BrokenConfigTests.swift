@@ -157,6 +157,11 @@ let brokenCases: [BrokenCase] = [
         "trigger without its argument", "name: b\nuser: {uid: x}\nrules:\n  - on: command\n    do: [delete]\n",
         "bots/b.yaml:4:9: error: rules[0].on: trigger 'command' needs an argument: write `on: {command: ...}`"),
     .bot(
+        "misspelt pin identity",
+        "name: b\nuser: {uid: x}\nrules:\n  - on: message\n    do:\n      - pin: {as: app_sytem}\n",
+        "bots/b.yaml:6:14: error: rules[0].do[0].pin: 'as' is 'app_system' or 'bot', found 'app_sytem'; did you mean 'app_system'?"
+    ),
+    .bot(
         "unknown action", "name: b\nuser: {uid: x}\nrules:\n  - on: message\n    do:\n      - pinn\n",
         "bots/b.yaml:6:9: error: rules[0].do[0]: unknown action 'pinn'; did you mean 'pin'? (actions: reply, reply_in_thread, quote_reply, direct_message, pin, unpin, save, subscribe, unsubscribe, delete, kick, ban, plugin)"
     ),

@@ -137,7 +137,12 @@ struct PinOptions: Decodable {
         switch identity {
         case nil, "bot": asSystem = false
         case "app_system": asSystem = true
-        case let other?: throw ConfigValueError("'as' is 'app_system' or 'bot', found '\(other)'")
+        case let other?:
+            var message = "'as' is 'app_system' or 'bot', found '\(other)'"
+            if let close = suggestion(for: other, among: ["app_system", "bot"]) {
+                message += "; did you mean '\(close)'?"
+            }
+            throw ConfigValueError(message)
         }
     }
 }

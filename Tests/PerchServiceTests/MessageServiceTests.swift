@@ -222,6 +222,25 @@ import Testing
         }
     }
 
+    /// A scope given by configuration (a seed's or a bot's) is announced as one given by a person:
+    /// members see the change live and in the group's history.
+    @Test func aScopeSetByConfigurationIsAnnounced() async throws {
+        try await withChat { chat in
+            let before = try await chat.service.events(for: "carol", after: 0).events.last?.seq ?? 0
+            try await chat.service.ensureSeededMember(guid: "g", uid: "dave", scope: .moderator)
+            let events = try await chat.service.events(for: "carol", after: before).events
+            #expect(events.map(\.name) == [.groupMemberScopeChanged])
+            #expect(events.first?.member?.uid == "dave" && events.first?.member?.actor == "alice")
+            #expect(events.first?.member?.oldScope == .participant && events.first?.member?.scope == .moderator)
+            let history = try await chat.service.fetchPrevious(MessagesRequest(guid: "g", limit: 1), as: "carol")
+            #expect(history.messages.last?.category == .action)
+            // The same seed again changes nothing and announces nothing.
+            try await chat.service.ensureSeededMember(guid: "g", uid: "dave", scope: .moderator)
+            try await chat.service.ensureMember(guid: "g", uid: "dave", scope: .moderator)
+            #expect(try await chat.service.events(for: "carol", after: before).events.count == 1)
+        }
+    }
+
     @Test func kicksAndBansNeedScope() async throws {
         try await withChat { chat in
             await expectRefusal(.groupNoClearance) { try await chat.service.kick("carol", from: "g", by: "dave") }

@@ -41,8 +41,9 @@ extension ChatService {
         }
     }
 
-    /// Makes `uid` a member with `scope` unless they are one already, or banned (a bot's groups).
-    /// Idempotent; emits `onMemberAddedToGroup` only when it adds.
+    /// Makes `uid` a member with `scope` (a bot's groups): adds them unless banned, or changes a
+    /// member's scope (never the owner's). Idempotent; emits `onMemberAddedToGroup` when it adds and
+    /// `onGroupMemberScopeChanged` when it changes a scope, with the group's owner as the actor.
     public func ensureMember(guid: String, uid: String, scope: GroupMemberScope) async throws(ChatError) {
         let now = clock.now()
         try await writing { tx in try Self.ensureMember(tx, guid: guid, uid: uid, scope: scope, at: now) }
@@ -69,6 +70,11 @@ extension ChatService {
         if let existing = try tx.member(guid: guid, uid: uid) {
             if existing.scope != scope, existing.scope != .owner {
                 try tx.upsertMember(GroupMember(guid: guid, uid: uid, scope: scope, joinedAt: existing.joinedAt))
+                // Announced as a person's scope change is: the members' lists and the action
+                // message in the group's history follow.
+                try memberEvent(
+                    tx, .groupMemberScopeChanged, group: group, uid: uid, actor: group.owner, scope: scope,
+                    oldScope: existing.scope, at: now)
             }
             return
         }

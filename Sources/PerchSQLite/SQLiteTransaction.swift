@@ -167,9 +167,9 @@ final class SQLiteTransaction: ChatWriteTransaction {
     }
 
     func seededScope(guid: String, uid: String) throws -> GroupMemberScope? {
-        try db.query(
-            "SELECT scope FROM seeded_members WHERE guid = ? AND uid = ?", [.text(guid), .text(uid)]
-        ) { GroupMemberScope(rawValue: $0.text(0)) }.first ?? nil
+        try db.query("SELECT scope FROM seeded_members WHERE guid = ? AND uid = ?", [.text(guid), .text(uid)]) {
+            $0.text(0)
+        }.first.flatMap(GroupMemberScope.init(rawValue:))
     }
 
     func recordSeededMember(guid: String, uid: String, scope: GroupMemberScope) throws {

@@ -8,8 +8,8 @@ extension ChatError {
         case .messageActionNotAllowed:
             if let reason = params["reason"] { return "This action is not allowed on this message: \(reason)." }
             if let count = params["quoteReplyCount"] {
-                let replies = count == .int(1) ? "a quote reply" : "\(count) quote replies"
-                return "The message has \(replies); delete \(count == .int(1) ? "it" : "them") first."
+                guard count != .int(1) else { return "The message has a quote reply; delete it first." }
+                return "The message has \(count) quote replies; delete them first."
             }
             return "This action is not allowed on this message."
         case .messageNotASender: return "Only the sender may do this to the message."

@@ -112,18 +112,21 @@ enum Secrets {
     }
 
     /// SHA-256 of `text`, as hex: what the database keeps of a token.
-    static func hash(_ text: String) -> String {
+    static func hash(_ text: String) -> String { hex(digest(text)) }
+
+    /// SHA-256 of `text`.
+    static func digest(_ text: String) -> [UInt8] {
         var digest = [UInt8](repeating: 0, count: Int(SHA256_DIGEST_LENGTH))
         let bytes = Array(text.utf8)
         _ = SHA256(bytes, bytes.count, &digest)
-        return hex(digest)
+        return digest
     }
 
-    /// Compares in time independent of where the two differ.
-    static func equal(_ a: String, _ b: String) -> Bool {
-        let left = Array(hash(a).utf8)
-        let right = Array(hash(b).utf8)
-        return CRYPTO_memcmp(left, right, left.count) == 0
+    /// Whether `text` hashes to `digest`, compared in time independent of where the two differ
+    /// (hashing first also hides the secret's length).
+    static func matches(_ text: String, digest expected: [UInt8]) -> Bool {
+        let presented = digest(text)
+        return presented.count == expected.count && CRYPTO_memcmp(presented, expected, expected.count) == 0
     }
 }
 

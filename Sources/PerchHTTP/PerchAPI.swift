@@ -13,7 +13,9 @@ import PerchService
 public final class PerchAPI: Sendable {
     let service: ChatService
     let host: BotHost?
-    let apiKey: String?
+    /// The SHA-256 of the API key, taken once (a request's key is hashed and compared with it in
+    /// constant time); nil when no key is set, which refuses every `apikey`.
+    let apiKeyDigest: [UInt8]?
     let metrics: HostMetrics
     /// Each route's request counters, made at its first request.
     private let routeMetrics = Lock<[String: RouteMetrics]>([:])
@@ -35,7 +37,7 @@ public final class PerchAPI: Sendable {
         self.messagesPerMinute = messagesPerMinute
         self.service = service
         self.host = host
-        self.apiKey = apiKey
+        self.apiKeyDigest = apiKey.flatMap { $0.isEmpty ? nil : Secrets.digest($0) }
         self.metrics = metrics
         self.media = media
         self.maximumBodyBytes = maximumBodyBytes
@@ -220,7 +222,9 @@ public final class PerchAPI: Sendable {
     func authenticate(_ http: HTTPRequest, appOnly: Bool) async throws(ChatError) -> Caller {
         let session = http.header("x-perch-session")
         if let key = http.header("apikey") {
-            guard let apiKey, !apiKey.isEmpty, Secrets.equal(key, apiKey) else { throw ChatError(.authInvalidAPIKey) }
+            guard let apiKeyDigest, Secrets.matches(key, digest: apiKeyDigest) else {
+                throw ChatError(.authInvalidAPIKey)
+            }
             if let uid = http.header("onbehalfof"), !appOnly {
                 _ = try await service.user(uid)
                 return Caller(uid: uid, isApp: false, session: session)

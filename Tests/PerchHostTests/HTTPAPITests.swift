@@ -11,6 +11,12 @@ import Testing
                 try await http.call("GET", "/v3/users/alice", as: .nobody).errorCode == "AUTH_ERR_AUTH_TOKEN_NOT_FOUND")
             let wrong = try await http.call("GET", "/v3/users/alice", as: .key("not-the-key"))
             #expect(wrong.status == 401 && wrong.errorCode == "AUTH_ERR_APIKEY_NOT_FOUND")
+            // The key's prefix, or the key with more after it, is not the key.
+            for near in [String(apiKey.dropLast()), apiKey + "0"] {
+                #expect(
+                    try await http.call("GET", "/v3/users/alice", as: .key(near)).errorCode
+                        == "AUTH_ERR_APIKEY_NOT_FOUND")
+            }
             let unknown = try await http.call("GET", "/v3/users/alice", as: .token("deadbeef"))
             #expect(unknown.status == 401 && unknown.errorCode == "AUTH_ERR_INVALID_TOKEN")
             let issued = try await http.call("POST", "/v3/users/carol/auth_tokens")

@@ -286,4 +286,24 @@ struct DeleteCase: CustomTestStringConvertible, Sendable {
             ChatError(.messageActionNotAllowed, ["messageId": 7, "quoteReplyCount": 3]).message
                 == "The message has 3 quote replies; delete them first.")
     }
+
+    /// A kick or a ban out of the actor's reach says so, and names the scope at stake, instead
+    /// of speaking of a scope change.
+    @Test func aRemovalOutOfReachNamesTheScope() throws {
+        do {
+            try GroupRules.checkRemoval(
+                actor: member("m", .moderator), target: "o", targetScope: .owner)
+            Issue.record("a moderator removed the owner")
+        } catch {
+            #expect(error.params["scope"] == "owner")
+            #expect(error.message == "Your scope does not allow this for a group owner.")
+        }
+        do {
+            try GroupRules.checkScopeChange(
+                actor: member("a", .admin), target: "p", current: .participant, to: .admin)
+            Issue.record("an admin made an admin")
+        } catch {
+            #expect(error.message == "Your scope does not allow this for a group admin.")
+        }
+    }
 }

@@ -32,7 +32,7 @@ extension ChatError {
         case .groupJoinNotAllowed: return "Group \(param("guid")) cannot be joined without an invitation."
         case .bannedGroupMember: return "User \(param("uid")) is banned from group \(param("guid"))."
         case .groupNoClearance: return "Your scope in the group does not allow this."
-        case .groupNoScopeClearance: return "Your scope does not allow changing this member's scope."
+        case .groupNoScopeClearance: return "Your scope does not allow this for a group \(param("scope"))."
         case .groupNoSelfAction: return "You cannot do this to yourself."
         case .sameScope: return "The member already has scope \(param("scope"))."
         case .emptyMessageText: return "A text message needs text."

@@ -11,8 +11,8 @@ public enum GroupRules {
         guard actor.uid != target else { throw ChatError(.groupNoSelfAction) }
         guard scope != .owner else { throw ChatError.badRequest("scope", "a group has one owner") }
         guard let actorScope = actor.scope, actorScope >= .admin else { throw ChatError(.groupNoClearance) }
-        guard current != .owner else { throw ChatError(.groupNoScopeClearance) }
-        if actorScope == .admin, current == .admin || scope == .admin { throw ChatError(.groupNoScopeClearance) }
+        guard current != .owner else { throw noClearance(over: .owner) }
+        if actorScope == .admin, current == .admin || scope == .admin { throw noClearance(over: .admin) }
         guard current != scope else { throw ChatError(.sameScope, ["scope": .string(scope.rawValue)]) }
     }
 
@@ -24,6 +24,12 @@ public enum GroupRules {
     {
         guard actor.uid != uid else { throw ChatError(.groupNoSelfAction) }
         guard let actorScope = actor.scope, actorScope.canModerate else { throw ChatError(.groupNoClearance) }
-        if let targetScope, targetScope >= actorScope, !actor.isSystem { throw ChatError(.groupNoScopeClearance) }
+        if let targetScope, targetScope >= actorScope, !actor.isSystem { throw noClearance(over: targetScope) }
+    }
+
+    /// `ERR_GROUP_NO_SCOPE_CLEARANCE {scope}`: the scope at stake (the member's, or the one to give)
+    /// is out of the actor's reach.
+    private static func noClearance(over scope: GroupMemberScope) -> ChatError {
+        ChatError(.groupNoScopeClearance, ["scope": .string(scope.rawValue)])
     }
 }

@@ -31,6 +31,11 @@ import Testing
             }
             await expectRefusal(.messageIdNotFound) { _ = try await chat.service.subscribeToThread(77_777, as: "bob") }
             await expectRefusal(.messageNoAccess) { _ = try await chat.service.subscribeToThread(root.id, as: "erin") }
+            // Someone who does not exist is named as such (a bot's `subscribe: UID` names anyone).
+            await expectRefusal(.uidNotFound) { _ = try await chat.service.subscribeToThread(root.id, as: "nobody") }
+            await expectRefusal(.uidNotFound) {
+                _ = try await chat.service.unsubscribeFromThread(root.id, as: "nobody")
+            }
             try await chat.service.leave("g", as: "carol")
             await expectRefusal(.messageNoAccess) { _ = try await chat.service.subscribeToThread(root.id, as: "carol") }
             try await chat.service.ban("dave", from: "g", by: "bob")

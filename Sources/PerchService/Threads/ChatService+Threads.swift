@@ -5,10 +5,12 @@ extension ChatService {
     /// Subscribes `uid` to the thread of `parentMessageId`. Idempotent; allowed on a message with no
     /// replies yet; a (re)subscription bumps the thread's `updatedAt` in the user's inbox. No
     /// listener event fires (seed 000). Returns the parent with `threadSubscribed` set.
-    /// - Throws: `ERR_MESSAGE_ID_NOT_FOUND`, `ERR_MESSAGE_NO_ACCESS`, `ERR_MESSAGE_ACTION_NOT_ALLOWED`.
+    /// - Throws: `ERR_UID_NOT_FOUND` (a bot's `subscribe: UID` may name anyone),
+    ///   `ERR_MESSAGE_ID_NOT_FOUND`, `ERR_MESSAGE_NO_ACCESS`, `ERR_MESSAGE_ACTION_NOT_ALLOWED`.
     public func subscribeToThread(_ parentMessageId: Int64, as uid: String) async throws(ChatError) -> Message {
         let now = clock.now()
         return try await writing { tx in
+            _ = try Self.requireUser(tx, uid)
             let (parent, actor) = try Self.lookup(tx, parentMessageId, by: uid)
             try ThreadSubscriptionRules.check(parent, id: parentMessageId, by: actor)
             try tx.subscribe(uid: uid, to: parent!, at: now)
@@ -18,9 +20,11 @@ extension ChatService {
 
     /// Unsubscribes `uid` from the thread; its row leaves the inbox. Idempotent, and not sticky: a
     /// later reply or mention subscribes the user again.
-    /// - Throws: `ERR_MESSAGE_ID_NOT_FOUND`, `ERR_MESSAGE_NO_ACCESS`, `ERR_MESSAGE_ACTION_NOT_ALLOWED`.
+    /// - Throws: `ERR_UID_NOT_FOUND`, `ERR_MESSAGE_ID_NOT_FOUND`, `ERR_MESSAGE_NO_ACCESS`,
+    ///   `ERR_MESSAGE_ACTION_NOT_ALLOWED`.
     public func unsubscribeFromThread(_ parentMessageId: Int64, as uid: String) async throws(ChatError) -> Message {
         try await writing { tx in
+            _ = try Self.requireUser(tx, uid)
             let (parent, actor) = try Self.lookup(tx, parentMessageId, by: uid)
             try ThreadSubscriptionRules.check(parent, id: parentMessageId, by: actor)
             try tx.unsubscribe(uid: uid, from: parentMessageId)

@@ -247,6 +247,13 @@ import Testing
             await expectRefusal(.groupNoScopeClearance) { try await chat.service.kick("bob", from: "g", by: "carol") }
             await expectRefusal(.groupNoSelfAction) { try await chat.service.kick("carol", from: "g", by: "carol") }
             await expectRefusal(.notAMember) { try await chat.service.kick("erin", from: "g", by: "carol") }
+            // A uid nobody has is named as such, for a kick, a ban, an unban or a scope change alike.
+            await expectRefusal(.uidNotFound) { try await chat.service.kick("ghost", from: "g", by: "carol") }
+            await expectRefusal(.uidNotFound) { try await chat.service.ban("ghost", from: "g", by: "carol") }
+            await expectRefusal(.uidNotFound) { try await chat.service.unban("ghost", from: "g", by: "carol") }
+            await expectRefusal(.uidNotFound) {
+                _ = try await chat.service.changeScope(of: "ghost", in: "g", to: .moderator, by: "alice")
+            }
             await expectRefusal(.badRequest) { try await chat.service.leave("g", as: "alice") }
             await expectRefusal(.groupNotJoined) { try await chat.service.leave("g", as: "erin") }
             await expectRefusal(.alreadyJoined) { _ = try await chat.service.join("g", as: "dave") }

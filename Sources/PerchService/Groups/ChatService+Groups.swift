@@ -198,12 +198,13 @@ extension ChatService {
     }
 
     /// Removes a member (moderators and above, over lower scopes).
-    /// - Throws: `ERR_GUID_NOT_FOUND`, `ERR_NOT_A_MEMBER`, `ERR_GROUP_NO_CLEARANCE`,
+    /// - Throws: `ERR_GUID_NOT_FOUND`, `ERR_UID_NOT_FOUND`, `ERR_NOT_A_MEMBER`, `ERR_GROUP_NO_CLEARANCE`,
     ///   `ERR_GROUP_NO_SCOPE_CLEARANCE`, `ERR_GROUP_NO_SELF_ACTION`.
     public func kick(_ uid: String, from guid: String, by actor: String) async throws(ChatError) {
         let now = clock.now()
         try await writing { tx in
             let group = try Self.requireGroup(tx, guid)
+            _ = try Self.requireUser(tx, uid)
             let who = try Self.participation(tx, uid: actor, in: .group(guid))
             guard let target = try tx.member(guid: guid, uid: uid) else {
                 try GroupRules.checkRemoval(actor: who, target: uid, targetScope: nil)
@@ -233,11 +234,13 @@ extension ChatService {
     }
 
     /// Lifts a ban; the user may join again.
-    /// - Throws: `ERR_GUID_NOT_FOUND`, `ERR_GROUP_NO_CLEARANCE`, `ERR_BAD_REQUEST` (not banned).
+    /// - Throws: `ERR_GUID_NOT_FOUND`, `ERR_UID_NOT_FOUND`, `ERR_GROUP_NO_CLEARANCE`, `ERR_BAD_REQUEST`
+    ///   (not banned).
     public func unban(_ uid: String, from guid: String, by actor: String) async throws(ChatError) {
         let now = clock.now()
         try await writing { tx in
             let group = try Self.requireGroup(tx, guid)
+            _ = try Self.requireUser(tx, uid)
             let who = try Self.participation(tx, uid: actor, in: .group(guid))
             guard let scope = who.scope, scope.canModerate else { throw ChatError(.groupNoClearance) }
             guard try tx.isBanned(guid: guid, uid: uid) else {
@@ -259,7 +262,7 @@ extension ChatService {
     }
 
     /// Changes a member's scope with CometChat's rules.
-    /// - Throws: `ERR_GUID_NOT_FOUND`, `ERR_NOT_A_MEMBER`, `ERR_GROUP_NO_CLEARANCE`,
+    /// - Throws: `ERR_GUID_NOT_FOUND`, `ERR_UID_NOT_FOUND`, `ERR_NOT_A_MEMBER`, `ERR_GROUP_NO_CLEARANCE`,
     ///   `ERR_GROUP_NO_SCOPE_CLEARANCE`, `ERR_GROUP_NO_SELF_ACTION`, `ERR_SAME_SCOPE`.
     public func changeScope(of uid: String, in guid: String, to scope: GroupMemberScope, by actor: String)
         async throws(ChatError) -> GroupMember
@@ -267,6 +270,7 @@ extension ChatService {
         let now = clock.now()
         return try await writing { tx in
             let group = try Self.requireGroup(tx, guid)
+            _ = try Self.requireUser(tx, uid)
             let who = try Self.participation(tx, uid: actor, in: .group(guid))
             guard let target = try tx.member(guid: guid, uid: uid) else {
                 throw ChatError(.notAMember, ["uid": .string(uid), "guid": .string(guid)])

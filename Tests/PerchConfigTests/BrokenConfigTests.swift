@@ -54,12 +54,21 @@ let brokenCases: [BrokenCase] = [
         "config.yaml:3:7: error: '<<' merges a mapping or a list of mappings, not a number"),
     .config(
         "unset variable", "version: 1\nserver:\n  apiKey: ${PERCH_TEST_UNSET}\n",
-        "config.yaml:3:11: error: environment variable 'PERCH_TEST_UNSET' is not set (write ${PERCH_TEST_UNSET:-default} to give a default)"
+        "config.yaml:3:11: error: server.apiKey: environment variable 'PERCH_TEST_UNSET' is not set (write ${PERCH_TEST_UNSET:-default} to give a default)"
     ),
     .config(
         "unset variable inside quotes", "version: 1\nserver:\n  listen: \"127.0.0.1:${PERCH_TEST_PORT}\"\n",
-        "config.yaml:3:22: error: environment variable 'PERCH_TEST_PORT' is not set (write ${PERCH_TEST_PORT:-default} to give a default)"
+        "config.yaml:3:22: error: server.listen: environment variable 'PERCH_TEST_PORT' is not set (write ${PERCH_TEST_PORT:-default} to give a default)"
     ),
+    // An unset variable leaves only its own value unchecked: every other mistake is still reported.
+    .config(
+        "unset variable beside a limit out of range",
+        "version: 1\nserver:\n  apiKey: ${PERCH_TEST_UNSET}\nlimits:\n  pinsPerConversation: -3\n",
+        "config.yaml:5:24: error: limits.pinsPerConversation: -3 is out of range; expected 1 to 10000"),
+    .bot(
+        "unset variable beside an unknown group",
+        "name: b\nuser:\n  uid: b1\n  name: ${PERCH_TEST_UNSET}\ngroups: [nowhere]\n",
+        "bots/b.yaml:5:10: error: groups[0]: unknown group 'nowhere' (not in seed.groups)"),
     // Shapes and types.
     .config(
         "unknown key with suggestion", "version: 1\nfeautres:\n  pin: true\n",

@@ -47,6 +47,23 @@ public struct LocationIndex: Sendable {
 
     /// Whether a value was written at `path`.
     public func contains(_ path: String) -> Bool { values[path] != nil }
+
+    /// The path of the value written at `location` (the last one to start on its line at or before
+    /// its column, the innermost of those starting together), if a decoded value is there: where a
+    /// finding of the YAML loader (an unset variable inside a value) belongs.
+    func path(at location: SourceLocation) -> String? {
+        var best: (path: String, column: Int)?
+        for (path, start) in values where start.file == location.file && start.line == location.line {
+            guard start.column <= location.column else { continue }
+            if let current = best,
+                start.column < current.column || (start.column == current.column && path.count <= current.path.count)
+            {
+                continue
+            }
+            best = (path, start.column)
+        }
+        return best?.path
+    }
 }
 
 /// Thrown past a value whose finding is already recorded.
@@ -260,7 +277,17 @@ struct NodeKeyedContainer<Key: CodingKey>: KeyedDecodingContainerProtocol {
 
     func contains(_ key: Key) -> Bool { pair(key) != nil }
 
-    func decodeNil(forKey key: Key) throws -> Bool { pair(key)?.value.isNull ?? true }
+    func decodeNil(forKey key: Key) throws -> Bool {
+        guard let found = pair(key) else { return true }
+        // A null written here is a value written here (the standard library's `decodeIfPresent`
+        // of a String or an Int asks this first): its findings, such as an unset variable, name it.
+        if found.value.isNull, !quiet {
+            let path = renderKeyPath(codingPath + [key])
+            decoder.session.locations.keys[path] = found.key.location
+            decoder.session.locations.values[path] = found.value.location
+        }
+        return found.value.isNull
+    }
 
     func decode<T: Decodable>(_ type: T.Type, forKey key: Key) throws -> T {
         let path = codingPath + [key]

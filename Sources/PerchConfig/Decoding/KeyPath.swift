@@ -36,14 +36,17 @@ public func renderKeyPath(_ path: [any CodingKey]) -> String {
 struct RefusedPaths: Sendable {
     private let paths: Set<String>
 
+    /// The paths of `decoding`'s errors. An error without a path (the YAML loader's, outside every
+    /// decoded value) refuses nothing: it would otherwise cover the whole file and silence every
+    /// other check.
     init(_ decoding: [Finding]) {
-        paths = Set(decoding.lazy.filter { $0.severity == .error }.map(\.path))
+        paths = Set(decoding.lazy.filter { $0.severity == .error && !$0.path.isEmpty }.map(\.path))
     }
 
     /// Whether `path` is one of them or lies under one.
     func covers(_ path: String) -> Bool {
         guard !paths.isEmpty else { return false }
-        if paths.contains(path) || paths.contains("") { return true }
+        if paths.contains(path) { return true }
         var end = path.endIndex
         while let cut = path[..<end].lastIndex(where: { $0 == "." || $0 == "[" }) {
             if paths.contains(String(path[..<cut])) { return true }

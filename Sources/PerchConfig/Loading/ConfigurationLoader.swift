@@ -111,7 +111,17 @@ public struct ConfigurationLoader: Sendable {
         let loaded = YAMLLoader(environment: environment).load(bytes, file: file)
         guard let root = loaded.root else { return (nil, nil, loaded.findings) }
         let decoded = ConfigDecoder().decode(type, from: root)
-        return (decoded.value, decoded.locations, loaded.findings + decoded.findings)
+        // The loader's findings (an unset variable) name the value they are in, as the decoder's do,
+        // so that only that value goes unchecked; one outside every decoded value refuses nothing
+        // more (a decoder's finding covers it: an unknown key, say).
+        let located = loaded.findings.map { finding in
+            guard finding.path.isEmpty, let path = decoded.locations.path(at: finding.location), !path.isEmpty
+            else { return finding }
+            var placed = finding
+            placed.path = path
+            return placed
+        }
+        return (decoded.value, decoded.locations, located + decoded.findings)
     }
 
     func displayPath(_ directory: String, configPath: String) -> String {

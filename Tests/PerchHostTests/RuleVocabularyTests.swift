@@ -81,6 +81,22 @@ import Testing
         }
     }
 
+    /// A kick or a ban on `member_joined` removes the member who joined (there is no message).
+    @Test func aMemberJoinedRuleBansTheMember() async throws {
+        let rules = """
+              - on: member_joined
+                when: { groups: [other], from: [bob] }
+                do: [ban, { direct_message: "You are banned from {group.guid}" }]
+            """
+        try await withTestHost(config: hostConfig, bots: ["b.yaml": botFile(rules)]) { chat in
+            _ = try await chat.service.join("other", as: "bob")
+            try await chat.settle()
+            #expect(try await chat.service.bannedUsers(of: "other", as: "bot") == ["bob"])
+            let notes = try await chat.botMessages(in: .user("bot"), viewer: "bob").compactMap(\.text)
+            #expect(notes == ["You are banned from other"])
+        }
+    }
+
     @Test func schedulesRunOnTheManualClock() async throws {
         let rules = """
               - name: standup

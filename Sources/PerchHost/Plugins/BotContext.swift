@@ -218,24 +218,31 @@ public final class BotContext: Sendable {
         }
     }
 
-    /// Kicks the sender from the group.
+    /// Kicks the sender (on `member_joined`, the member) from the group.
     public func kick() async throws(ChatError) {
-        guard let message, message.receiverType == .group else { throw .badRequest("message", "not a group message") }
+        let (uid, guid) = try memberAtStake()
         do {
-            try await runtime.act(context: self) { service in
-                try await service.kick(message.sender, from: message.receiverUid, by: self.bot.uid)
-            }
+            try await runtime.act(context: self) { service in try await service.kick(uid, from: guid, by: self.bot.uid) }
         } catch {
             guard error.code == .notAMember else { throw error }
         }
     }
 
-    /// Bans the sender from the group.
+    /// Bans the sender (on `member_joined`, the member) from the group.
     public func ban() async throws(ChatError) {
-        guard let message, message.receiverType == .group else { throw .badRequest("message", "not a group message") }
-        try await runtime.act(context: self) { service in
-            try await service.ban(message.sender, from: message.receiverUid, by: self.bot.uid)
+        let (uid, guid) = try memberAtStake()
+        try await runtime.act(context: self) { service in try await service.ban(uid, from: guid, by: self.bot.uid) }
+    }
+
+    /// Whom a kick or a ban removes, from which group: a group message's sender, or the member of a
+    /// group member event (`member_joined`).
+    func memberAtStake() throws(ChatError) -> (uid: String, guid: String) {
+        if let message {
+            guard message.receiverType == .group else { throw .badRequest("message", "not a group message") }
+            return (message.sender, message.receiverUid)
         }
+        guard let member = event.member else { throw .badRequest("message", "this event has no message or member") }
+        return (member.uid, member.guid)
     }
 }
 

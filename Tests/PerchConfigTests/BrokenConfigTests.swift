@@ -69,6 +69,27 @@ let brokenCases: [BrokenCase] = [
         "unset variable beside an unknown group",
         "name: b\nuser:\n  uid: b1\n  name: ${PERCH_TEST_UNSET}\ngroups: [nowhere]\n",
         "bots/b.yaml:5:10: error: groups[0]: unknown group 'nowhere' (not in seed.groups)"),
+    // Actions and placeholders the trigger's event cannot serve.
+    .bot(
+        "pin on a schedule",
+        "name: b\nuser: {uid: b1}\nrules:\n  - on: {schedule: \"0 9 * * *\", group: general}\n    do: [pin]\n",
+        "bots/b.yaml:5:10: error: rules[0].do[0]: 'pin' acts on a message or its sender, and a schedule rule has neither (it can reply into its conversation or hand the event to a plugin)"
+    ),
+    .bot(
+        "reply from a webhook without a conversation",
+        "name: b\nuser: {uid: b1}\nrules:\n  - on: {webhook: deploy}\n    do: [{reply: done}]\n",
+        "bots/b.yaml:5:18: error: rules[0].do[0].reply: a webhook rule replies into the conversation given with `group` or `user` beside `webhook`"
+    ),
+    .bot(
+        "message placeholder on a join",
+        "name: b\nuser: {uid: b1}\nrules:\n  - on: member_joined\n    do: [{reply: \"{message.text}\"}]\n",
+        "bots/b.yaml:5:18: error: rules[0].do[0].reply: {message.text} is not set: a member_joined event has no message"
+    ),
+    .bot(
+        "quote reply on a join",
+        "name: b\nuser: {uid: b1}\nrules:\n  - on: member_joined\n    do: [{quote_reply: hi}]\n",
+        "bots/b.yaml:5:24: error: rules[0].do[0].quote_reply: 'quote_reply' acts on a message, and a member_joined event has none (reply, direct_message, kick, ban and plugin act on the member and the group)"
+    ),
     // Shapes and types.
     .config(
         "unknown key with suggestion", "version: 1\nfeautres:\n  pin: true\n",

@@ -212,11 +212,39 @@ struct BotValidator {
             default:
                 break
             }
+            if let reason = Self.unservable(action, by: rule.trigger) {
+                let written = actionPath + "." + action.name
+                error(loaded, loaded.locations.contains(written) ? written : actionPath, reason)
+            }
             if let template = action.template {
                 validateTemplate(
                     loaded, template, at: actionPath + "." + action.name, captures: captures, trigger: rule.trigger)
             }
         }
+    }
+
+    /// Why `action` cannot run on `trigger`'s events, if it cannot: it acts on a message, a sender or
+    /// a conversation the event does not carry (a schedule has no message; a member's join has a
+    /// member, not a message; a webhook without `group` or `user` has no conversation).
+    static func unservable(_ action: Action, by trigger: Trigger) -> String? {
+        switch (trigger.subject, action) {
+        case (_, .plugin), (.message, _): return nil
+        case (.member, .reply), (.member, .directMessage), (.member, .kick), (.member, .ban): return nil
+        case (.member, _):
+            return "'\(action.name)' acts on a message, and a member_joined event has none "
+                + "(reply, direct_message, kick, ban and plugin act on the member and the group)"
+        case (.nothing, .reply):
+            guard case .webhook(_, nil) = trigger else { return nil }
+            return "a webhook rule replies into the conversation given with `group` or `user` beside `webhook`"
+        case (.nothing, _):
+            return "'\(action.name)' acts on a message or its sender, and a \(triggerName(trigger)) rule has "
+                + "neither (it can reply into its conversation or hand the event to a plugin)"
+        }
+    }
+
+    static func triggerName(_ trigger: Trigger) -> String {
+        if case .webhook = trigger { return "webhook" }
+        return "schedule"
     }
 
     /// `list[index]` when the list was written as a list, else `list` (a single value).
@@ -240,6 +268,12 @@ struct BotValidator {
                             "string", key, among: Set(config.strings.entries.keys), where: "not in the strings table"))
                 }
             case "sender", "message", "parent":
+                if trigger.subject == .nothing || (trigger.subject == .member && root != "sender") {
+                    let event =
+                        trigger.subject == .member ? "a member_joined event" : "a \(Self.triggerName(trigger)) rule"
+                    error(loaded, path, "{\(variable.joined(separator: "."))} is not set: \(event) has no \(root)")
+                    continue
+                }
                 let fields: Set<String> = root == "sender" ? ["uid", "name"] : ["id", "text", "sender"]
                 if variable.count != 2 || !fields.contains(variable[1]) {
                     error(

@@ -32,6 +32,24 @@ public enum Trigger: Sendable, Equatable {
         "schedule", "webhook",
     ]
 
+    /// What an event of the trigger carries for its actions and templates.
+    public enum Subject: Sendable, Equatable {
+        /// A message and its sender (message, edit, delete, pin triggers).
+        case message
+        /// A member and their group, no message (`member_joined`).
+        case member
+        /// Nothing but the conversation the rule posts into (`schedule`, `webhook`).
+        case nothing
+    }
+
+    public var subject: Subject {
+        switch self {
+        case .memberJoined: return .member
+        case .schedule, .webhook: return .nothing
+        default: return .message
+        }
+    }
+
     /// Whether the trigger fires on new messages (and so reads text, mentions, threads).
     public var isMessageTrigger: Bool {
         switch self {

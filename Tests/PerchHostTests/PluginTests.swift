@@ -94,10 +94,10 @@ import Testing
             _ = try await chat.waitForMessage(in: .group("room")) { $0.text == "counted 2" }
             #expect(try await chat.service.pluginValue(bot: "b", key: "count") == "2")
             // A refused host call tells the plugin the error's code and its params.
-            // (ghost cannot see the message it would be subscribed to.)
-            let ghost = try await chat.post("!echo ghost", as: "carol", to: .group("room"))
+            // (no user is named ghost.)
+            try await chat.post("!echo ghost", as: "carol", to: .group("room"))
             let refused = try await chat.waitForMessage(in: .group("room")) { $0.text?.hasPrefix("refused") == true }
-            #expect(refused.text == #"refused: ERR_MESSAGE_NO_ACCESS {"messageId": \#(ghost.id)}"#)
+            #expect(refused.text == #"refused: ERR_UID_NOT_FOUND {"uid": "ghost"}"#)
         }
     }
 

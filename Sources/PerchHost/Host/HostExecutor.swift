@@ -70,6 +70,9 @@ public final class HostExecutor: TaskExecutor, @unchecked Sendable {
             }
             jobs.waitForWork()
         }
+        // A thread's id is reused once it ends (a new pool thread may get this one's): forget it,
+        // or `isCurrent` would answer true on that other thread.
+        thread.withLock { $0 = nil }
         done.signal()
     }
 }

@@ -222,7 +222,8 @@ public final class BotContext: Sendable {
     public func kick() async throws(ChatError) {
         let (uid, guid) = try memberAtStake()
         do {
-            try await runtime.act(context: self) { service in try await service.kick(uid, from: guid, by: self.bot.uid)
+            try await runtime.act(context: self) { service in
+                try await service.kick(uid, from: guid, by: self.bot.uid)
             }
         } catch {
             guard error.code == .notAMember else { throw error }

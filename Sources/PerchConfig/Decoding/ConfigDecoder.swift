@@ -52,17 +52,10 @@ public struct LocationIndex: Sendable {
     /// its column, the innermost of those starting together), if a decoded value is there: where a
     /// finding of the YAML loader (an unset variable inside a value) belongs.
     func path(at location: SourceLocation) -> String? {
-        var best: (path: String, column: Int)?
-        for (path, start) in values where start.file == location.file && start.line == location.line {
-            guard start.column <= location.column else { continue }
-            if let current = best,
-                start.column < current.column || (start.column == current.column && path.count <= current.path.count)
-            {
-                continue
-            }
-            best = (path, start.column)
+        values.filter {
+            $0.value.file == location.file && $0.value.line == location.line && $0.value.column <= location.column
         }
-        return best?.path
+        .max { ($0.value.column, $0.key.count) < ($1.value.column, $1.key.count) }?.key
     }
 }
 

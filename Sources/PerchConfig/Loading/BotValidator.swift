@@ -237,14 +237,9 @@ struct BotValidator {
             guard case .webhook(_, nil) = trigger else { return nil }
             return "a webhook rule replies into the conversation given with `group` or `user` beside `webhook`"
         case (.nothing, _):
-            return "'\(action.name)' acts on a message or its sender, and a \(triggerName(trigger)) rule has "
+            return "'\(action.name)' acts on a message or its sender, and a \(trigger.name) rule has "
                 + "neither (it can reply into its conversation or hand the event to a plugin)"
         }
-    }
-
-    static func triggerName(_ trigger: Trigger) -> String {
-        if case .webhook = trigger { return "webhook" }
-        return "schedule"
     }
 
     /// `list[index]` when the list was written as a list, else `list` (a single value).
@@ -269,8 +264,7 @@ struct BotValidator {
                 }
             case "sender", "message", "parent":
                 if trigger.subject == .nothing || (trigger.subject == .member && root != "sender") {
-                    let event =
-                        trigger.subject == .member ? "a member_joined event" : "a \(Self.triggerName(trigger)) rule"
+                    let event = "a \(trigger.name) " + (trigger.subject == .member ? "event" : "rule")
                     error(loaded, path, "{\(variable.joined(separator: "."))} is not set: \(event) has no \(root)")
                     continue
                 }

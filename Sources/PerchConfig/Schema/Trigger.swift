@@ -32,6 +32,23 @@ public enum Trigger: Sendable, Equatable {
         "schedule", "webhook",
     ]
 
+    /// The trigger's name in a bot file (`on: NAME`, or the key of its mapping).
+    public var name: String {
+        switch self {
+        case .message: return "message"
+        case .threadReply: return "thread_reply"
+        case .mention: return "mention"
+        case .command: return "command"
+        case .pinned: return "pinned"
+        case .unpinned: return "unpinned"
+        case .edited: return "edited"
+        case .deleted: return "deleted"
+        case .memberJoined: return "member_joined"
+        case .schedule: return "schedule"
+        case .webhook: return "webhook"
+        }
+    }
+
     /// What an event of the trigger carries for its actions and templates.
     public enum Subject: Sendable, Equatable {
         /// A message and its sender (message, edit, delete, pin triggers).

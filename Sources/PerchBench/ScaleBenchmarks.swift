@@ -77,7 +77,8 @@ extension Double {
 }
 
 /// Notification routing in a 1,000-member group: the cost of a send whose message every member's
-/// preferences are consulted for, against a send in a 2-member group.
+/// preferences are consulted for, against a send in a 2-member group; and the same sends from 64
+/// senders at once, which share commits.
 func benchmarkRouting() async throws {
     let chat = try BenchChat()
     let service = chat.service
@@ -111,6 +112,11 @@ func benchmarkRouting() async throws {
         counter += 1
         _ = try await service.send(MessageDraft(to: .group("small"), text: "hello \(counter)"), as: "owner")
     }
+    // 64 senders at once: their sends share commits, and so the outbox pages each commit writes.
+    let started = DispatchTime.now().uptimeNanoseconds
+    try await fill(
+        service, count: 1_280, draft: { MessageDraft(to: .group("big"), text: "together \($0)") }, as: "owner")
+    let together = Double(DispatchTime.now().uptimeNanoseconds - started) / 1_280
     let outbox = try await service.notifications(for: "m1", limit: 1000).count
     report(
         "routing",
@@ -118,6 +124,7 @@ func benchmarkRouting() async throws {
             "members": 1_000, "send_1000_members_us": (big.median / 1000).rounded3,
             "send_2_members_us": (small.median / 1000).rounded3,
             "routing_cost_per_message_us": ((big.median - small.median) / 1000).rounded3,
+            "send_1000_members_64_senders_us_per_message": (together / 1000).rounded3,
             "outbox_rows_for_one_member": outbox,
         ])
     await chat.close()

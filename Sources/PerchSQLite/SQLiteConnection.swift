@@ -51,9 +51,9 @@ final class SQLiteConnection {
         handle = db
         sqlite3_busy_timeout(db, Self.busyMilliseconds)
         sqlite3_extended_result_codes(db, 1)
-        // Statement journals (one per savepoint: every queued write runs in one) and sorting stay
-        // in memory. SQLite's default spills them to temporary files: a burst wrote 20 times as
-        // many pages to those files as to the database's log (strace).
+        // Statement journals (one per statement that may fail halfway, and per savepoint) and
+        // sorting stay in memory. SQLite's default spills them to temporary files: a burst wrote 20
+        // times as many pages to those files as to the database's log (strace).
         sqlite3_exec(db, "PRAGMA temp_store = MEMORY", nil, nil, nil)
     }
 

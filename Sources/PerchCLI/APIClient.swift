@@ -111,7 +111,12 @@ enum ClientCommands {
     static func run(_ command: String, _ arguments: [String]) async -> Int32 {
         do {
             let parsed = try ParsedArguments(
-                arguments, valued: ["config", "as", "group", "to", "thread", "quote", "url", "limit", "wait"])
+                arguments, valued: ["config", "as", "group", "to", "thread", "quote", "url", "limit", "wait"],
+                positional: command == "send" ? 1 : 0)
+            if parsed.wantsHelp {
+                print(Perch.usage)
+                return 0
+            }
             let api = try client(parsed)
             switch command {
             case "send":

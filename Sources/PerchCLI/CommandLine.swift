@@ -1,12 +1,16 @@
-/// The parsed words of a command line: a subcommand, `--flag value` options and arguments.
+/// The parsed words of a command line: a subcommand, `--option value` options and arguments.
 public struct ParsedArguments: Sendable {
     public var command: String?
     public var options: [String: String] = [:]
-    public var flags: Set<String> = []
+    /// `--help` or `-h` was given: the command prints its usage and does nothing else.
+    public var wantsHelp = false
     public var positional: [String] = []
 
-    /// Parses `arguments` (without the program name). `valued` lists the options that take a value.
-    public init(_ arguments: [String], valued: Set<String>) throws(UsageError) {
+    /// Parses `arguments` (without the program name). `valued` lists the options, each taking a
+    /// value; any other `--word` is refused, and so are more than `positional` arguments after the
+    /// command (a word that would otherwise be ignored, such as a config path given without
+    /// `--config`).
+    public init(_ arguments: [String], valued: Set<String>, positional allowed: Int = 0) throws(UsageError) {
         var index = 0
         while index < arguments.count {
             let word = arguments[index]
@@ -14,7 +18,9 @@ public struct ParsedArguments: Sendable {
                 positional += arguments[(index + 1)...]
                 break
             }
-            if word.hasPrefix("--") {
+            if word == "--help" || word == "-h" {
+                wantsHelp = true
+            } else if word.hasPrefix("--") {
                 var name = String(word.dropFirst(2))
                 var value: String?
                 if let equals = name.firstIndex(of: "=") {
@@ -29,8 +35,7 @@ public struct ParsedArguments: Sendable {
                     }
                     options[name] = value
                 } else {
-                    guard value == nil else { throw UsageError("--\(name) takes no value") }
-                    flags.insert(name)
+                    throw UsageError("unknown option --\(name)")
                 }
             } else if command == nil {
                 command = word
@@ -38,6 +43,10 @@ public struct ParsedArguments: Sendable {
                 positional.append(word)
             }
             index += 1
+        }
+        if positional.count > allowed, !wantsHelp {
+            let hint = allowed == 1 ? " (quote a text with spaces: \"hello there\")" : ""
+            throw UsageError("unexpected argument '\(positional[allowed])'\(hint)")
         }
     }
 }

@@ -38,12 +38,16 @@ public enum Perch {
         do {
             let parsed = try ParsedArguments(
                 arguments.filter { $0 != "--local" },
-                valued: ["config", "as", "group", "to", "thread", "quote", "wait"])
+                valued: ["config", "as", "group", "to", "thread", "quote", "wait"], positional: 1)
+            if parsed.wantsHelp {
+                print(usage)
+                return 0
+            }
             return await SendCommand.run(
                 parsed, print: { print($0) },
                 printError: { FileHandle.standardError.write(Data(($0 + "\n").utf8)) })
         } catch {
-            FileHandle.standardError.write(Data("perch: \(error)\n".utf8))
+            FileHandle.standardError.write(Data("perch: \(error)\n\n\(usage)".utf8))
             return 64
         }
     }
@@ -57,11 +61,14 @@ public enum Perch {
     ) -> Int32 {
         let parsed: ParsedArguments
         do {
-            parsed = try ParsedArguments(
-                arguments, valued: ["config", "format", "log-format", "as", "group", "to", "thread"])
+            parsed = try ParsedArguments(arguments, valued: ["config", "format"])
         } catch {
             printError("perch: \(error)\n\n\(usage)")
             return 64
+        }
+        if parsed.wantsHelp {
+            write(usage)
+            return 0
         }
         let configPath = parsed.options["config"] ?? "config.yaml"
         let loader = ConfigurationLoader(swiftPlugins: builtInPlugins)

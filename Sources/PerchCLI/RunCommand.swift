@@ -12,10 +12,17 @@ public enum RunCommand {
     public static func run(_ arguments: [String]) async -> Int32 {
         let parsed: ParsedArguments
         do {
-            parsed = try ParsedArguments(arguments, valued: ["config", "log-format", "as", "group", "to", "thread"])
+            // dry-run takes the message's text.
+            parsed = try ParsedArguments(
+                arguments, valued: ["config", "log-format", "as", "group", "to", "thread"],
+                positional: arguments.first == "dry-run" ? 1 : 0)
         } catch {
-            FileHandle.standardError.write(Data("perch: \(error)\n".utf8))
+            FileHandle.standardError.write(Data("perch: \(error)\n\n\(Perch.usage)".utf8))
             return 64
+        }
+        if parsed.wantsHelp {
+            print(Perch.usage)
+            return 0
         }
         let format = HostLogger.Format(rawValue: parsed.options["log-format"] ?? "text")
         guard let format else {

@@ -49,6 +49,7 @@ import Testing
             fixture.load().findings.filter { $0.location.file.hasSuffix("b.yaml") }.map(\.description) == [
                 "bots/b.yaml:8:26: error: rate_limit.per_minute: expected an integer, found a string 'abc'",
                 "bots/b.yaml:8:38: error: rate_limit.burst: 0 is out of range; expected 1 to 100000",
+                "bots/b.yaml:10:22: warning: plugins[0].exec[0]: the program 'k' is not on PATH; the plugin cannot start here",
                 "bots/b.yaml:10:38: error: plugins[0].timeout_ms: expected an integer, found a string 'xyz'",
             ])
     }
@@ -149,6 +150,69 @@ import Testing
         #expect(Perch.main(["check", "--format", "xml"], print: { _ in }, printError: { errors.append($0) }) == 64)
         #expect(Perch.main(["check", "--config"], print: { _ in }, printError: { errors.append($0) }) == 64)
         #expect(errors.count == 3)
+    }
+
+    /// A word the command would not use is refused, not ignored: `perch check other/config.yaml`
+    /// had checked ./config.yaml and said nothing of the path it was given.
+    @Test func anUnusedWordIsAUsageErrorAndHelpIsNot() async throws {
+        var errors: [String] = []
+        var output: [String] = []
+        #expect(Perch.main(["check", "other/config.yaml"], print: { _ in }, printError: { errors.append($0) }) == 64)
+        #expect(errors.last?.hasPrefix("perch: unexpected argument 'other/config.yaml'") == true)
+        #expect(Perch.main(["check", "--verbose"], print: { _ in }, printError: { errors.append($0) }) == 64)
+        #expect(errors.last?.hasPrefix("perch: unknown option --verbose") == true)
+        #expect(Perch.main(["check", "--help"], print: { output.append($0) }, printError: { errors.append($0) }) == 0)
+        #expect(Perch.main(["-h"], print: { output.append($0) }, printError: { errors.append($0) }) == 0)
+        #expect(output.count == 2 && output.allSatisfy { $0.hasPrefix("usage: perch <command>") })
+        #expect(errors.count == 2)
+        // `run --help` prints the usage and starts nothing (no configuration is read).
+        #expect(await RunCommand.run(["run", "--help", "--config", "/nonexistent/config.yaml"]) == 0)
+        #expect(await RunCommand.run(["run", "extra"]) == 64)
+        // send and dry-run take one text.
+        #expect(throws: UsageError.self) {
+            try ParsedArguments(["send", "--as", "a", "hello", "there"], valued: ["as"], positional: 1)
+        }
+        #expect(
+            try ParsedArguments(["send", "--as", "a", "hello there"], valued: ["as"], positional: 1).positional == [
+                "hello there"
+            ])
+    }
+
+    /// The host starts an `exec` plugin through `/usr/bin/env` in the configuration's directory;
+    /// a program it would not find is said at check time. A warning, not an error: the host may
+    /// run with another PATH than the check.
+    @Test func anExecPluginWhoseProgramCannotStartIsAWarning() throws {
+        let bot =
+            ConfigFixture.baseBot + """
+
+                plugins:
+                  - { name: typo, exec: [pyhton3, plugin.py] }
+                  - { name: gone, exec: [./plugins/gone.sh] }
+                  - { name: plain, exec: [plugins/plain.sh] }
+                  - { name: ready, exec: [plugins/ready.sh] }
+                  - { name: onpath, exec: [env, python3] }
+                """
+        let fixture = try ConfigFixture(bots: ["b.yaml": bot])
+        defer { fixture.cleanup() }
+        try FileManager.default.createDirectory(
+            atPath: fixture.directory + "/plugins", withIntermediateDirectories: true)
+        for name in ["plain.sh", "ready.sh"] {
+            try "#!/bin/sh\n".write(toFile: fixture.directory + "/plugins/" + name, atomically: true, encoding: .utf8)
+        }
+        try FileManager.default.setAttributes(
+            [.posixPermissions: 0o755], ofItemAtPath: fixture.directory + "/plugins/ready.sh")
+        let loaded = fixture.load(environment: ["PATH": "/usr/bin:/bin"])
+        #expect(
+            loaded.findings.map(\.description) == [
+                "bots/b.yaml:9:26: warning: plugins[0].exec[0]: the program 'pyhton3' is not on PATH; the plugin cannot start here",
+                "bots/b.yaml:10:26: warning: plugins[1].exec[0]: the program './plugins/gone.sh' does not exist; the plugin cannot start here",
+                "bots/b.yaml:11:27: warning: plugins[2].exec[0]: the program 'plugins/plain.sh' is not executable; the plugin cannot start here",
+            ])
+        #expect(loaded.isValid)
+        var output: [String] = []
+        #expect(
+            Perch.main(["check", "--config", fixture.directory + "/config.yaml"], print: { output.append($0) }) == 0)
+        #expect(output.last == "1 bot, 1 rule, 0 errors, 3 warnings")
     }
 
     @Test func cronSchedules() throws {

@@ -21,7 +21,7 @@ import Testing
                     "3",
                     "<@uid:helper> hello",
                 ],
-                valued: ["config", "as", "group", "to", "thread", "quote", "wait"])
+                valued: ["config", "as", "group", "to", "thread", "quote", "wait"], positional: 1)
             let code = await SendCommand.run(
                 parsed, print: { line in lines.withLock { $0.append(line) } },
                 printError: { line in errors.withLock { $0.append(line) } })

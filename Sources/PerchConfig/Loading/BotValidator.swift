@@ -8,6 +8,8 @@ struct BotValidator {
     let config: PerchConfiguration
     let bots: [LoadedBot]
     let swiftPlugins: Set<String>
+    /// Where an `exec` plugin's program would be found at start.
+    let programs: ProgramFinder
     let knownGroups: Set<String>
     let knownUsers: Set<String>
     /// config.yaml's `seed.groups` or `seed.users` could not be read: its own finding says why,
@@ -17,10 +19,14 @@ struct BotValidator {
     var findings: [Finding] = []
 
     /// `configRefused`: what decoding refused in config.yaml.
-    init(config: PerchConfiguration, bots: [LoadedBot], swiftPlugins: Set<String>, configRefused: RefusedPaths) {
+    init(
+        config: PerchConfiguration, bots: [LoadedBot], swiftPlugins: Set<String>, programs: ProgramFinder,
+        configRefused: RefusedPaths
+    ) {
         self.config = config
         self.bots = bots
         self.swiftPlugins = swiftPlugins
+        self.programs = programs
         knownGroups = Set(config.seed.groups.map(\.guid))
         knownUsers = Set(config.seed.users.map(\.uid) + bots.map(\.bot.user.uid))
         groupsUnreadable = configRefused.covers("seed.groups")
@@ -36,6 +42,12 @@ struct BotValidator {
     mutating func error(_ bot: LoadedBot, _ path: String, _ message: String) {
         guard !bot.refused.covers(path) else { return }
         findings.append(Finding(location: bot.locations.location(of: path), path: path, message: message))
+    }
+
+    mutating func warning(_ bot: LoadedBot, _ path: String, _ message: String) {
+        guard !bot.refused.covers(path) else { return }
+        findings.append(
+            Finding(location: bot.locations.location(of: path), severity: .warning, path: path, message: message))
     }
 
     func unknown(_ kind: String, _ name: String, among known: Set<String>, where place: String) -> String {
@@ -104,7 +116,12 @@ struct BotValidator {
                 error(loaded, path + ".name", "plugin '\(plugin.name)' is listed twice")
             }
             if let exec = plugin.exec {
-                if exec.isEmpty || exec[0].isEmpty { error(loaded, path + ".exec", "exec needs a command") }
+                if exec.isEmpty || exec[0].isEmpty {
+                    error(loaded, path + ".exec", "exec needs a command")
+                } else if let problem = programs.problem(with: exec[0]) {
+                    // A warning: the host may run where this check did not (another PATH).
+                    warning(loaded, path + ".exec[0]", problem + "; the plugin cannot start here")
+                }
             } else if !swiftPlugins.contains(plugin.name) {
                 error(
                     loaded, path + ".name",

@@ -73,7 +73,8 @@ public struct ConfigurationLoader: Sendable {
                     config.botsDirectory,
                     configPath: configPath), into: &result.findings)
             result.findings += BotValidator(
-                config: config, bots: result.bots, swiftPlugins: swiftPlugins, configRefused: refused
+                config: config, bots: result.bots, swiftPlugins: swiftPlugins,
+                programs: programs(from: result.baseDirectory), configRefused: refused
             ).validate()
         }
         result.findings.sort { ($0.location, $0.message) < ($1.location, $1.message) }
@@ -99,9 +100,15 @@ public struct ConfigurationLoader: Sendable {
             }
         }
         result.findings += BotValidator(
-            config: decoded, bots: result.bots, swiftPlugins: swiftPlugins, configRefused: refused
+            config: decoded, bots: result.bots, swiftPlugins: swiftPlugins, programs: programs(from: ""),
+            configRefused: refused
         ).validate()
         return result
+    }
+
+    /// How the host would find a plugin's program, started in `directory` with this environment.
+    func programs(from directory: String) -> ProgramFinder {
+        ProgramFinder(directory: directory, searchPath: environment["PATH"] ?? "/usr/local/bin:/usr/bin:/bin")
     }
 
     /// Decodes one YAML text (a config or bot file) into `T`, with its findings.

@@ -131,7 +131,8 @@ enum Secrets {
 }
 
 /// A refusal whose HTTP status is not its code's own: the API's error body (`ERR_BAD_REQUEST`), with
-/// the status HTTP has for the case (404 for a path nothing serves, 413 for a body past a limit).
+/// the status HTTP has for the case (404 for a path nothing serves, 413 for a body past a limit,
+/// 415 for an upload of a type not allowed).
 struct HTTPRefusal: Error {
     let status: Int
     let error: ChatError
@@ -145,6 +146,15 @@ struct HTTPRefusal: Error {
         HTTPRefusal(
             status: 413,
             error: ChatError(.badRequest, ["field": "body", "reason": .string(reason), "limit": .int(Int64(limit))]))
+    }
+
+    /// 415: an upload whose `Content-Type` is not one of `server.uploadTypes`.
+    static func unsupportedType(_ mime: String) -> HTTPRefusal {
+        HTTPRefusal(
+            status: 415,
+            error: ChatError(
+                .badRequest,
+                ["field": "Content-Type", "reason": .string("'\(mime)' is not an allowed upload type")]))
     }
 }
 

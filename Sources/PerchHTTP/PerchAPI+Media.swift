@@ -34,9 +34,7 @@ extension PerchAPI {
             (request.http.header("content-type") ?? "").split(separator: ";").first.map {
                 $0.trimmingCharacters(in: .whitespaces).lowercased()
             } ?? ""
-        guard media.allowedTypes.contains(mime) else {
-            throw ChatError.badRequest("Content-Type", "'\(mime)' is not an allowed upload type")
-        }
+        guard media.allowedTypes.contains(mime) else { throw HTTPRefusal.unsupportedType(mime) }
         guard !request.http.body.isEmpty else { throw ChatError.badRequest("body", "the file is empty") }
         guard request.http.body.count <= media.maximumBytes else {
             throw HTTPRefusal.tooLarge("larger than the upload limit", limit: media.maximumBytes)

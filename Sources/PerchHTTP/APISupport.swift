@@ -138,8 +138,7 @@ struct HTTPRefusal: Error {
     let error: ChatError
 
     /// 404: no such endpoint or file, or no web chat served (`server.webDirectory` empty).
-    static let notServed = HTTPRefusal(
-        status: 404, error: ChatError(.badRequest, ["field": "path", "reason": "no such endpoint"]))
+    static let notServed = HTTPRefusal(status: 404, error: .badRequest("path", "no such endpoint"))
 
     /// 413: the body is past `limit` bytes.
     static func tooLarge(_ reason: String, limit: Int) -> HTTPRefusal {
@@ -150,11 +149,7 @@ struct HTTPRefusal: Error {
 
     /// 415: an upload whose `Content-Type` is not one of `server.uploadTypes`.
     static func unsupportedType(_ mime: String) -> HTTPRefusal {
-        HTTPRefusal(
-            status: 415,
-            error: ChatError(
-                .badRequest,
-                ["field": "Content-Type", "reason": .string("'\(mime)' is not an allowed upload type")]))
+        HTTPRefusal(status: 415, error: .badRequest("Content-Type", "'\(mime)' is not an allowed upload type"))
     }
 }
 

@@ -91,7 +91,8 @@ import Testing
             for index in 0..<5 { try await chat.post("m\(index)", as: "carol", to: .group("room")) }
             #expect(try await chat.botMessages(in: .group("room")).count == 2)
             #expect(chat.host.metrics.value("perch_rate_limited_actions_total", ["bot": "b"]) == 3)
-            #expect(await chat.log.contains { $0.contains("ERR_TOO_MANY_REQUESTS") })
+            // Three drops in a row are one line: a refused action repeats at every message heard.
+            #expect(await chat.log.filter { $0.contains("ERR_TOO_MANY_REQUESTS") }.count == 1)
         }
     }
 

@@ -20,6 +20,9 @@ final class BotRuntime: Sendable {
     let maximumHops: Int
     /// `perch_events_dispatched_total` of this bot (every event it hears adds to it).
     private let dispatched: HostMetrics.Counter
+    /// An action failing the same way again and again (its rate limit in a busy room) logs a line a
+    /// minute, not a line a message.
+    private let repeatedFailures = RepeatedWarnings()
 
     init(
         bot: CompiledBot, service: ChatService, matcher: WordListMatcher, matchCache: MatchCache, strings: StringTable,
@@ -270,7 +273,10 @@ final class BotRuntime: Sendable {
 
     func failed(_ action: Action, _ error: ChatError, rule: String) {
         metrics.increment("perch_handler_errors_total", ["bot": identity.name])
-        logger.warning("\(action.name) failed: \(error.code.rawValue) \(error.message)", ["rule": rule])
+        let kind = "\(rule) \(action.name) \(error.code.rawValue)"
+        guard let heldBack = repeatedFailures.admit(kind, at: runtime.now()) else { return }
+        let more = heldBack == 0 ? "" : " (\(heldBack) more like it since the last such line, not logged)"
+        logger.warning("\(action.name) failed: \(error.code.rawValue) \(error.message)\(more)", ["rule": rule])
     }
 
     func perform(_ action: Action, context: BotContext, rule: String) async {

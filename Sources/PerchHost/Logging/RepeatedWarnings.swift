@@ -1,0 +1,39 @@
+import PerchLock
+
+/// One line a minute for a warning that repeats, as the kernel's and journald's rate-limited logs
+/// do: a bot whose replies are all refused (its rate limit in a busy room, a pin it may not make)
+/// would otherwise write a line for every message it hears.
+///
+/// The first warning of a kind is logged; the same kind again within `window` seconds of it is only
+/// counted; the next one after the window is logged with that count, and opens a new window.
+/// Counters (`perch_handler_errors_total`, `perch_rate_limited_actions_total`) still count each.
+struct WarningWindow: Sendable, Equatable {
+    /// When the last logged warning was written.
+    var loggedAt: Double
+    /// Warnings of this kind held back since then.
+    var heldBack: Int
+}
+
+final class RepeatedWarnings: Sendable {
+    let window: Double
+    private let kinds = Lock<[String: WarningWindow]>([:])
+
+    init(window: Double = 60) {
+        self.window = window
+    }
+
+    /// Whether the warning of `kind` at `time` is to be logged: `nil` holds it back, a number logs it
+    /// and says how many of its kind were held back before it.
+    func admit(_ kind: String, at time: Double) -> Int? {
+        kinds.withLock { kinds in
+            if var seen = kinds[kind], time - seen.loggedAt < window {
+                seen.heldBack += 1
+                kinds[kind] = seen
+                return nil
+            }
+            let heldBack = kinds[kind]?.heldBack ?? 0
+            kinds[kind] = WarningWindow(loggedAt: time, heldBack: 0)
+            return heldBack
+        }
+    }
+}

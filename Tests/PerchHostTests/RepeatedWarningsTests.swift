@@ -1,0 +1,20 @@
+import Testing
+
+@testable import PerchHost
+
+@Suite struct RepeatedWarningsTests {
+    @Test func aRepeatedWarningIsOneLineAWindowCarryingWhatItHeldBack() {
+        let warnings = RepeatedWarnings(window: 60)
+        #expect(warnings.admit("reply ERR_TOO_MANY_REQUESTS", at: 100) == 0)
+        #expect(warnings.admit("reply ERR_TOO_MANY_REQUESTS", at: 100.5) == nil)
+        #expect(warnings.admit("reply ERR_TOO_MANY_REQUESTS", at: 159.9) == nil)
+        // Another kind has a window of its own.
+        #expect(warnings.admit("pin ERR_PERMISSION_DENIED", at: 120) == 0)
+        // The window has passed: logged, with the two held back, and a new window opens.
+        #expect(warnings.admit("reply ERR_TOO_MANY_REQUESTS", at: 160) == 2)
+        #expect(warnings.admit("reply ERR_TOO_MANY_REQUESTS", at: 200) == nil)
+        #expect(warnings.admit("pin ERR_PERMISSION_DENIED", at: 180) == 0)
+        #expect(warnings.admit("reply ERR_TOO_MANY_REQUESTS", at: 500) == 1)
+        #expect(warnings.admit("reply ERR_TOO_MANY_REQUESTS", at: 561) == 0)
+    }
+}

@@ -169,12 +169,20 @@ public final class PerchAPI: Sendable {
             response = try await route.handler(self, request)
         } catch let refusal as HTTPRefusal {
             response = .json(refusal.status, APIJSON.error(refusal.error))
-        } catch let error as ChatError {
-            response = .json(error.code.httpStatus, APIJSON.error(error))
         } catch {
-            response = .json(500, APIJSON.error(service.wireSafeError(error)))
+            response = Self.refusal(service.wireSafeError(error))
         }
         return recorded(response, route: routeName, since: started)
+    }
+
+    /// A refusal's answer: its status, its body and, when it says when to come back (429, 503),
+    /// `Retry-After` (RFC 9110) with the same seconds as `details.retryAfter`.
+    static func refusal(_ error: ChatError) -> HTTPResponse {
+        var response = HTTPResponse.json(error.code.httpStatus, APIJSON.error(error))
+        if case .int(let seconds)? = error.params["retryAfter"] {
+            response.headers.append(("Retry-After", "\(seconds)"))
+        }
+        return response
     }
 
     /// RFC 9110's answer to a method the path does not take: 204 to OPTIONS, else 405, each

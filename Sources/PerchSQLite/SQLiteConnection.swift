@@ -1,12 +1,17 @@
 import CSQLite
 import CSQLiteVFS
 import Foundation
+import PerchService
 
 /// An SQLite failure: the result code and SQLite's message.
 public struct SQLiteError: Error, CustomStringConvertible, Sendable {
     public var code: Int32
     public var message: String
     public var description: String { "SQLite error \(code): \(message)" }
+}
+
+extension SQLiteError: StoreFailure {
+    public var isStorageFull: Bool { code & 0xff == SQLITE_FULL }
 }
 
 /// A value bound to or read from a statement.

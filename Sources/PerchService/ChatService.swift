@@ -13,6 +13,10 @@ public final class ChatService: Sendable {
     let logger: any ChatLogger
     /// Users read recently: every authenticated request and every bot action reads one.
     let recentUsers = RecentUsers()
+    /// A full disk refuses every write: one log line a minute says so, not one a call.
+    let storageFull = RepeatedWarnings()
+    /// How long a caller refused for a full disk is asked to wait (`Retry-After`, seconds).
+    public static let storageFullRetryAfter: Int64 = 30
 
     public init(
         store: any ChatStore, clock: any ChatClock = SystemClock(), settings: ChatSettings = ChatSettings(),
@@ -55,6 +59,16 @@ public final class ChatService: Sendable {
         if let chat = error as? ChatError { return chat }
         // Shutting down is not a failure: the caller is told to come back, nothing is logged.
         if error is StoreClosedError { return ChatError(.serviceUnavailable) }
+        // A full disk is the operator's to fix, and nothing was written: the caller is told to
+        // come back, and the log says it once a minute with how many calls it refused meanwhile.
+        if let failure = error as? any StoreFailure, failure.isStorageFull {
+            if let heldBack = storageFull.admit("full", at: Double(clock.now())) {
+                let more = heldBack == 0 ? "" : " (\(heldBack) more refused since the last such line)"
+                logger.error("the store's disk is full: writes are refused until there is room: \(error)\(more)")
+            }
+            return ChatError(
+                .serviceUnavailable, ["reason": "storage_full", "retryAfter": .int(Self.storageFullRetryAfter)])
+        }
         let id = UUID().uuidString.prefix(8).lowercased()
         logger.error("internal error \(id): \(error)")
         return ChatError(.internalError, ["id": .string(String(id))])

@@ -219,6 +219,8 @@ import Testing
             let retryAfter =
                 ((limited.json["error"] as? [String: Any])?["details"] as? [String: Any])?["retryAfter"] as? Int
             #expect((1...60).contains(retryAfter ?? 0))
+            // RFC 9110's header says the same, for clients that read only headers.
+            #expect(limited.headers["retry-after"] == retryAfter.map(String.init))
             // Another user has their own minute.
             #expect(try await http.call("POST", "/v3/messages", as: .user("bob"), json: message).status == 200)
         }

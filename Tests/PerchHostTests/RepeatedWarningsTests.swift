@@ -1,6 +1,5 @@
+import PerchService
 import Testing
-
-@testable import PerchHost
 
 @Suite struct RepeatedWarningsTests {
     @Test func aRepeatedWarningIsOneLineAWindowCarryingWhatItHeldBack() {

@@ -44,7 +44,10 @@ extension ChatError {
         case .authNoCredentials: return "No credentials: send an apikey or authtoken header."
         case .authInvalidToken: return "The auth token is not valid."
         case .authInvalidAPIKey: return "The API key is not valid."
-        case .serviceUnavailable: return "The service is shutting down; try again shortly."
+        case .serviceUnavailable:
+            guard params["reason"] == "storage_full" else { return "The service is shutting down; try again shortly." }
+            return
+                "The service cannot store anything now: its disk is full; try again in \(param("retryAfter")) seconds."
         default: return "Internal error \(param("id"))."
         }
     }

@@ -46,6 +46,14 @@ public struct StoreClosedError: Error, Sendable, CustomStringConvertible {
     public var description: String { "the store is closed" }
 }
 
+/// A store's error that can say its disk is full (SQLite's `SQLITE_FULL`; a PostgreSQL store's
+/// `disk_full`, 53100). The service answers it as
+/// `ERR_SERVICE_UNAVAILABLE {reason: storage_full, retryAfter}`: nothing of the call was written,
+/// and the same call succeeds once there is room.
+public protocol StoreFailure: Error {
+    var isStorageFull: Bool { get }
+}
+
 extension ChatStore {
     public func events(for uid: String, session: String?, after seq: Int64, limit: Int) async throws -> EventPage {
         try await read { tx in try tx.events(for: uid, session: session, after: seq, limit: limit) }

@@ -2,7 +2,7 @@ import PerchLock
 
 /// One line a minute for a warning that repeats, as the kernel's and journald's rate-limited logs
 /// do: a bot whose replies are all refused (its rate limit in a busy room, a pin it may not make)
-/// would otherwise write a line for every message it hears.
+/// would otherwise write a line for every message it hears, and a full disk a line for every call.
 ///
 /// The first warning of a kind is logged; the same kind again within `window` seconds of it is only
 /// counted; the next one after the window is logged with that count, and opens a new window.
@@ -14,17 +14,17 @@ struct WarningWindow: Sendable, Equatable {
     var heldBack: Int
 }
 
-final class RepeatedWarnings: Sendable {
-    let window: Double
+public final class RepeatedWarnings: Sendable {
+    public let window: Double
     private let kinds = Lock<[String: WarningWindow]>([:])
 
-    init(window: Double = 60) {
+    public init(window: Double = 60) {
         self.window = window
     }
 
     /// Whether the warning of `kind` at `time` is to be logged: `nil` holds it back, a number logs it
     /// and says how many of its kind were held back before it.
-    func admit(_ kind: String, at time: Double) -> Int? {
+    public func admit(_ kind: String, at time: Double) -> Int? {
         kinds.withLock { kinds in
             if var seen = kinds[kind], time - seen.loggedAt < window {
                 seen.heldBack += 1

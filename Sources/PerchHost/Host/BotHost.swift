@@ -69,6 +69,8 @@ public actor BotHost {
     public let options: Options
     public nonisolated let metrics = HostMetrics()
     public nonisolated let bus = HostEventBus()
+    /// A bot's stream failing again and again (a full disk refuses its cursor) logs a line a minute.
+    nonisolated let streamFailures = RepeatedWarnings()
     public private(set) var service: ChatService?
     var store: SQLiteChatStore?
     let runtimes = Lock<[String: BotRuntime]>([:])
@@ -295,7 +297,11 @@ public actor BotHost {
                     endingAtTick: acknowledged < cursor)
             } catch {
                 guard !Task.isCancelled else { break }
-                options.logger.error("bot \(name) stream failed: \(error); retrying", ["bot": name])
+                let kind = "\(name) \((error as? ChatError)?.code.rawValue ?? String(describing: type(of: error)))"
+                if let heldBack = streamFailures.admit(kind, at: options.monotonic()) {
+                    let more = heldBack == 0 ? "" : " (\(heldBack) more like it since the last such line)"
+                    options.logger.error("bot \(name) stream failed: \(error); retrying\(more)", ["bot": name])
+                }
                 try? await Task.sleep(for: .milliseconds(200))
             }
         }

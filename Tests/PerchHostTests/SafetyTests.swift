@@ -96,6 +96,19 @@ import Testing
         }
     }
 
+    /// A plugin that throws at every event is one warning line a minute, whatever its messages say.
+    @Test func aPluginFailingAtEveryEventIsOneLineAMinute() async throws {
+        let (bot, registry) = pluginBot(FailingPlugin.self, on: "fail")
+        try await withTestHost(config: hostConfig, bots: ["b.yaml": bot], registry: registry) { chat in
+            for index in 0..<4 { try await chat.post("fail \(index)", as: "carol", to: .group("room")) }
+            try await chat.settle()
+            #expect(chat.host.metrics.value("perch_handler_errors_total", ["bot": "b"]) == 4)
+            let lines = await chat.log.filter { $0.contains("plugin failing failed") }
+            #expect(lines.count == 1)
+            #expect(lines.first?.contains("cannot handle message") == true)
+        }
+    }
+
     @Test func aMalformedPluginOrEventNeverCrashesTheHost() async throws {
         let rules = """
               - on: message
@@ -220,5 +233,18 @@ import Testing
         let object = try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: String]
         #expect(object?["bot"] == "helper" && object?["message"] == "ready" && object?["level"] == "info")
         #expect(object?["bots"] == "5" && object?["time"] != nil)
+    }
+}
+
+/// Throws at every event, naming it.
+struct FailingPlugin: BotPlugin {
+    static let name = "failing"
+    struct Refusal: Error, CustomStringConvertible {
+        var id: Int64
+        var description: String { "cannot handle message \(id)" }
+    }
+    init(configuration: NoConfiguration) throws {}
+    func handle(_ context: BotContext) async throws {
+        throw Refusal(id: context.message?.id ?? 0)
     }
 }

@@ -20,8 +20,8 @@ final class BotRuntime: Sendable {
     let maximumHops: Int
     /// `perch_events_dispatched_total` of this bot (every event it hears adds to it).
     private let dispatched: HostMetrics.Counter
-    /// An action failing the same way again and again (its rate limit in a busy room) logs a line a
-    /// minute, not a line a message.
+    /// An action or a plugin failing the same way again and again (a rate limit in a busy room, a
+    /// plugin that throws at every event) logs a line a minute, not a line a message.
     private let repeatedFailures = RepeatedWarnings()
 
     init(
@@ -321,7 +321,11 @@ final class BotRuntime: Sendable {
             try await body()
         } catch {
             metrics.increment("perch_handler_errors_total", ["bot": identity.name])
-            logger.warning("plugin \(name) failed: \(error)")
+            // Keyed by the error's type, not its text: a plugin's messages often name the event.
+            let kind = "plugin \(name) \(String(reflecting: type(of: error)))"
+            guard let heldBack = repeatedFailures.admit(kind, at: runtime.now()) else { return }
+            let more = heldBack == 0 ? "" : " (\(heldBack) more like it since the last such line, not logged)"
+            logger.warning("plugin \(name) failed: \(error)\(more)")
         }
     }
 

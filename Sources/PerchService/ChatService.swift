@@ -62,8 +62,7 @@ public final class ChatService: Sendable {
         // A full disk is the operator's to fix, and nothing was written: the caller is told to
         // come back, and the log says it once a minute with how many calls it refused meanwhile.
         if let failure = error as? any StoreFailure, failure.isStorageFull {
-            if let heldBack = storageFull.admit("full", at: Double(clock.now())) {
-                let more = heldBack == 0 ? "" : " (\(heldBack) more refused since the last such line)"
+            if let more = storageFull.suffix("full", at: Double(clock.now())) {
                 logger.error("the store's disk is full: writes are refused until there is room: \(error)\(more)")
             }
             return ChatError(

@@ -16,4 +16,11 @@ import Testing
         #expect(warnings.admit("reply ERR_TOO_MANY_REQUESTS", at: 500) == 1)
         #expect(warnings.admit("reply ERR_TOO_MANY_REQUESTS", at: 561) == 0)
     }
+
+    @Test func theSuffixSaysWhatWasHeldBack() {
+        let warnings = RepeatedWarnings(window: 60)
+        #expect(warnings.suffix("k", at: 0) == "")
+        #expect(warnings.suffix("k", at: 1) == nil)
+        #expect(warnings.suffix("k", at: 60) == " (1 more like it since the last such line, not logged)")
+    }
 }

@@ -48,7 +48,7 @@ import Testing
             _ = try await service.send(MessageDraft(to: .group("g"), text: long), as: "bob")
         }
         #expect(logged.withLock { $0.count } == 2)
-        #expect(logged.withLock { $0.last?.contains("(2 more refused since the last such line)") } == true)
+        #expect(logged.withLock { $0.last?.contains("(2 more like it since the last such line, not logged)") } == true)
 
         // Room again: the same call succeeds, and the refused ones left nothing behind.
         try await capPages(1_000_000)

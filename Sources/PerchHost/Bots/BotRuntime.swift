@@ -274,8 +274,7 @@ final class BotRuntime: Sendable {
     func failed(_ action: Action, _ error: ChatError, rule: String) {
         metrics.increment("perch_handler_errors_total", ["bot": identity.name])
         let kind = "\(rule) \(action.name) \(error.code.rawValue)"
-        guard let heldBack = repeatedFailures.admit(kind, at: runtime.now()) else { return }
-        let more = heldBack == 0 ? "" : " (\(heldBack) more like it since the last such line, not logged)"
+        guard let more = repeatedFailures.suffix(kind, at: runtime.now()) else { return }
         logger.warning("\(action.name) failed: \(error.code.rawValue) \(error.message)\(more)", ["rule": rule])
     }
 
@@ -323,8 +322,7 @@ final class BotRuntime: Sendable {
             metrics.increment("perch_handler_errors_total", ["bot": identity.name])
             // Keyed by the error's type, not its text: a plugin's messages often name the event.
             let kind = "plugin \(name) \(String(reflecting: type(of: error)))"
-            guard let heldBack = repeatedFailures.admit(kind, at: runtime.now()) else { return }
-            let more = heldBack == 0 ? "" : " (\(heldBack) more like it since the last such line, not logged)"
+            guard let more = repeatedFailures.suffix(kind, at: runtime.now()) else { return }
             logger.warning("plugin \(name) failed: \(error)\(more)")
         }
     }

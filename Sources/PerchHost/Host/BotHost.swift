@@ -297,9 +297,8 @@ public actor BotHost {
                     endingAtTick: acknowledged < cursor)
             } catch {
                 guard !Task.isCancelled else { break }
-                let kind = "\(name) \((error as? ChatError)?.code.rawValue ?? String(describing: type(of: error)))"
-                if let heldBack = streamFailures.admit(kind, at: options.monotonic()) {
-                    let more = heldBack == 0 ? "" : " (\(heldBack) more like it since the last such line)"
+                let kind = "\(name) \((error as? ChatError)?.code.rawValue ?? String(reflecting: type(of: error)))"
+                if let more = streamFailures.suffix(kind, at: options.monotonic()) {
                     options.logger.error("bot \(name) stream failed: \(error); retrying\(more)", ["bot": name])
                 }
                 try? await Task.sleep(for: .milliseconds(200))

@@ -7,16 +7,16 @@ import PerchLock
 /// The first warning of a kind is logged; the same kind again within `window` seconds of it is only
 /// counted; the next one after the window is logged with that count, and opens a new window.
 /// Counters (`perch_handler_errors_total`, `perch_rate_limited_actions_total`) still count each.
-struct WarningWindow: Sendable, Equatable {
-    /// When the last logged warning was written.
-    var loggedAt: Double
-    /// Warnings of this kind held back since then.
-    var heldBack: Int
-}
-
 public final class RepeatedWarnings: Sendable {
+    private struct Window {
+        /// When the last logged warning of the kind was written.
+        var loggedAt: Double
+        /// Warnings of the kind held back since then.
+        var heldBack: Int
+    }
+
     public let window: Double
-    private let kinds = Lock<[String: WarningWindow]>([:])
+    private let kinds = Lock<[String: Window]>([:])
 
     public init(window: Double = 60) {
         self.window = window
@@ -32,8 +32,14 @@ public final class RepeatedWarnings: Sendable {
                 return nil
             }
             let heldBack = kinds[kind]?.heldBack ?? 0
-            kinds[kind] = WarningWindow(loggedAt: time, heldBack: 0)
+            kinds[kind] = Window(loggedAt: time, heldBack: 0)
             return heldBack
         }
+    }
+
+    /// ``admit(_:at:)`` as the end of the line to log: `nil` holds the warning back; otherwise
+    /// nothing, or ` (N more like it since the last such line, not logged)`.
+    public func suffix(_ kind: String, at time: Double) -> String? {
+        admit(kind, at: time).map { $0 == 0 ? "" : " (\($0) more like it since the last such line, not logged)" }
     }
 }

@@ -14,7 +14,7 @@ public final class ChatService: Sendable {
     /// Users read recently: every authenticated request and every bot action reads one.
     let recentUsers = RecentUsers()
     /// A full disk refuses every write: one log line a minute says so, not one a call.
-    let storageFull = RepeatedWarnings()
+    let storageFull = RepeatedWarnings(burst: 1)
     /// How long a caller refused for a full disk is asked to wait (`Retry-After`, seconds).
     public static let storageFullRetryAfter: Int64 = 30
 

@@ -3,7 +3,7 @@ import Testing
 
 @Suite struct RepeatedWarningsTests {
     @Test func aRepeatedWarningIsOneLineAWindowCarryingWhatItHeldBack() {
-        let warnings = RepeatedWarnings(window: 60)
+        let warnings = RepeatedWarnings(window: 60, burst: 1)
         #expect(warnings.admit("reply ERR_TOO_MANY_REQUESTS", at: 100) == 0)
         #expect(warnings.admit("reply ERR_TOO_MANY_REQUESTS", at: 100.5) == nil)
         #expect(warnings.admit("reply ERR_TOO_MANY_REQUESTS", at: 159.9) == nil)
@@ -17,8 +17,15 @@ import Testing
         #expect(warnings.admit("reply ERR_TOO_MANY_REQUESTS", at: 561) == 0)
     }
 
+    @Test func theFirstBurstOfAWindowIsLoggedAndTheRestCounted() {
+        let warnings = RepeatedWarnings(window: 60, burst: 3)
+        #expect((0..<5).map { warnings.admit("k", at: Double($0)) } == [0, 0, 0, nil, nil])
+        #expect(warnings.admit("k", at: 60) == 2)
+        #expect(warnings.admit("k", at: 61) == 0)
+    }
+
     @Test func theSuffixSaysWhatWasHeldBack() {
-        let warnings = RepeatedWarnings(window: 60)
+        let warnings = RepeatedWarnings(window: 60, burst: 1)
         #expect(warnings.suffix("k", at: 0) == "")
         #expect(warnings.suffix("k", at: 1) == nil)
         #expect(warnings.suffix("k", at: 60) == " (1 more like it since the last such line, not logged)")

@@ -21,7 +21,7 @@ final class BotRuntime: Sendable {
     /// `perch_events_dispatched_total` of this bot (every event it hears adds to it).
     private let dispatched: HostMetrics.Counter
     /// An action or a plugin failing the same way again and again (a rate limit in a busy room, a
-    /// plugin that throws at every event) logs a line a minute, not a line a message.
+    /// plugin that throws at every event) logs ten lines a minute at most, not a line a message.
     private let repeatedFailures = RepeatedWarnings()
 
     init(

@@ -70,7 +70,7 @@ public actor BotHost {
     public nonisolated let metrics = HostMetrics()
     public nonisolated let bus = HostEventBus()
     /// A bot's stream failing again and again (a full disk refuses its cursor) logs a line a minute.
-    nonisolated let streamFailures = RepeatedWarnings()
+    nonisolated let streamFailures = RepeatedWarnings(burst: 1)
     public private(set) var service: ChatService?
     var store: SQLiteChatStore?
     let runtimes = Lock<[String: BotRuntime]>([:])

@@ -4,35 +4,44 @@ import PerchLock
 /// do: a bot whose replies are all refused (its rate limit in a busy room, a pin it may not make)
 /// would otherwise write a line for every message it hears, and a full disk a line for every call.
 ///
-/// The first warning of a kind is logged; the same kind again within `window` seconds of it is only
-/// counted; the next one after the window is logged with that count, and opens a new window.
-/// Counters (`perch_handler_errors_total`, `perch_rate_limited_actions_total`) still count each.
+/// As the kernel's `printk_ratelimit` (an interval and a burst): the first `burst` warnings of a kind
+/// in a window of `window` seconds are logged; the rest of that window are only counted; the next
+/// one after the window is logged with that count, and opens a new window. Counters
+/// (`perch_handler_errors_total`, `perch_rate_limited_actions_total`) still count each.
 public final class RepeatedWarnings: Sendable {
     private struct Window {
-        /// When the last logged warning of the kind was written.
-        var loggedAt: Double
-        /// Warnings of the kind held back since then.
+        /// When the window opened.
+        var openedAt: Double
+        /// Warnings of the kind logged in it.
+        var logged: Int
+        /// Warnings of the kind held back in it.
         var heldBack: Int
     }
 
     public let window: Double
+    public let burst: Int
     private let kinds = Lock<[String: Window]>([:])
 
-    public init(window: Double = 60) {
+    public init(window: Double = 60, burst: Int = 10) {
         self.window = window
+        self.burst = max(1, burst)
     }
 
     /// Whether the warning of `kind` at `time` is to be logged: `nil` holds it back, a number logs it
     /// and says how many of its kind were held back before it.
     public func admit(_ kind: String, at time: Double) -> Int? {
         kinds.withLock { kinds in
-            if var seen = kinds[kind], time - seen.loggedAt < window {
-                seen.heldBack += 1
-                kinds[kind] = seen
-                return nil
+            if var open = kinds[kind], time - open.openedAt < window {
+                defer { kinds[kind] = open }
+                guard open.logged < burst else {
+                    open.heldBack += 1
+                    return nil
+                }
+                open.logged += 1
+                return 0
             }
             let heldBack = kinds[kind]?.heldBack ?? 0
-            kinds[kind] = Window(loggedAt: time, heldBack: 0)
+            kinds[kind] = Window(openedAt: time, logged: 1, heldBack: 0)
             return heldBack
         }
     }

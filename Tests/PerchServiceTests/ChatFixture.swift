@@ -15,13 +15,16 @@ struct ChatFixture {
 
     var path: String { directory + "/perch.sqlite" }
 
-    static func make(settings: ChatSettings = ChatSettings()) async throws -> ChatFixture {
+    static func make(settings: ChatSettings = ChatSettings(), logger: any ChatLogger = StandardErrorLogger())
+        async throws
+        -> ChatFixture
+    {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("perch-chat-\(UUID().uuidString)")
             .path
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         let store = try SQLiteChatStore(path: directory + "/perch.sqlite")
         let clock = ManualClock()
-        let service = ChatService(store: store, clock: clock, settings: settings)
+        let service = ChatService(store: store, clock: clock, settings: settings, logger: logger)
         let fixture = ChatFixture(directory: directory, store: store, service: service, clock: clock)
         for uid in ["alice", "bob", "carol", "dave", "erin"] {
             _ = try await service.createUser(uid: uid, name: uid.capitalized)
@@ -49,8 +52,11 @@ struct ChatFixture {
 }
 
 /// Runs `body` with a fresh fixture and always closes it.
-func withChat(settings: ChatSettings = ChatSettings(), _ body: (ChatFixture) async throws -> Void) async throws {
-    let fixture = try await ChatFixture.make(settings: settings)
+func withChat(
+    settings: ChatSettings = ChatSettings(), logger: any ChatLogger = StandardErrorLogger(),
+    _ body: (ChatFixture) async throws -> Void
+) async throws {
+    let fixture = try await ChatFixture.make(settings: settings, logger: logger)
     do {
         try await body(fixture)
     } catch {

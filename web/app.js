@@ -25,6 +25,7 @@ const state = {
   ui: null, // { threadSubscription, strings, features, limits }
   users: new Map(), // uid -> user
   conversation: null, // { kind: 'group'|'user', id, name }
+  view: null, // the open view instead of a conversation: 'threads', 'saved' or 'preferences'
   messages: new Map(), // id -> message (the open conversation's top level)
   scope: null, // the signed-in user's scope in the open group
   members: [], // the open conversation's people, for mentions
@@ -284,6 +285,7 @@ async function listen() {
           if (!data) continue;
           const payload = JSON.parse(data);
           if (name === 'perch.session') state.session = payload.session;
+          else if (name === 'perch.gap') resync();
           else onEvent(name, payload);
         }
       }
@@ -295,6 +297,16 @@ async function listen() {
     const base = wait ?? Math.min(30000, 1000 * 2 ** Math.max(0, failures - 1));
     await new Promise((resolve) => setTimeout(resolve, base * (1 + Math.random() / 2)));
   }
+}
+
+// The stream resumed from before the start of the server's event log (this page was away for
+// longer than its retention): what happened meanwhile is not coming live, so what the page shows is
+// fetched again, as when it was first opened.
+async function resync() {
+  const thread = state.thread;
+  if (state.conversation) await openConversation(state.conversation);
+  else if (state.view) await openView(state.view);
+  if (thread && state.conversation) await openThread(thread);
 }
 
 function inOpenConversation(message) {
@@ -401,6 +413,7 @@ function conversationPath(conversation = state.conversation) {
 
 async function openConversation(conversation) {
   state.conversation = conversation;
+  state.view = null;
   state.messages = new Map();
   state.quote = null;
   renderQuotePreview();
@@ -887,6 +900,7 @@ async function openPins() {
 
 async function openView(view) {
   state.conversation = null;
+  state.view = view;
   closeSide();
   for (const button of document.querySelectorAll('.convs button')) button.classList.remove('active');
   $('#messages').hidden = true;

@@ -171,10 +171,13 @@ final class ChatEventSource: EventStreamSource, @unchecked Sendable {
         metrics.increment("perch_sse_connections", by: 1)
         // The task keeps its source until it ends, which `close` makes happen.
         task = Task(executorPreference: executor) { [self] in
-            try? await service.followEvents(for: uid, session: session, after: after) { events in
-                guard !events.isEmpty else { return true }
+            try? await service.followEvents(for: uid, session: session, after: after) { page in
                 var frames: [UInt8] = []
-                for event in events {
+                if let missed = page.missed {
+                    frames += Array("event: perch.gap\ndata: \(PerchAPI.gapJSON(missed))\n\n".utf8)
+                }
+                guard !page.events.isEmpty || !frames.isEmpty else { return true }
+                for event in page.events {
                     frames += Array("id: \(event.seq)\nevent: \(event.name.rawValue)\ndata: ".utf8)
                     frames += event.jsonBytes
                     frames += [0x0A, 0x0A]

@@ -53,6 +53,13 @@ extension PerchAPI {
             upgrade: socket)
     }
 
+    /// What a stream resumed from before the event log's start missed: `perch.gap`'s data, `from`
+    /// and `through` the sequences pruned before the caller read them. The caller fetches what it
+    /// shows again (the messages are all kept), as after a first connection.
+    static func gapJSON(_ missed: ClosedRange<Int64>) -> String {
+        #"{"from":\#(missed.lowerBound),"through":\#(missed.upperBound)}"#
+    }
+
     /// Where a caller's event stream starts: after `Last-Event-ID` (or `lastEventId`), else after
     /// the newest event.
     /// - Throws: `ERR_BAD_REQUEST` when the id is not a sequence.
@@ -91,8 +98,11 @@ struct APIWebSocketSession: WebSocketSession {
         let after = after
         metrics.increment("perch_ws_connections", by: 1)
         let task = Task(executorPreference: executor) {
-            try? await service.followEvents(for: caller.uid, session: caller.session, after: after) { events in
-                for event in events {
+            try? await service.followEvents(for: caller.uid, session: caller.session, after: after) { page in
+                if let missed = page.missed {
+                    deliver(Array(#"{"type":"gap","data":\#(PerchAPI.gapJSON(missed))}"#.utf8))
+                }
+                for event in page.events {
                     var message = Array(
                         #"{"type":"event","id":\#(event.seq),"event":"\#(event.name.rawValue)","data":"#.utf8)
                     message += event.jsonBytes

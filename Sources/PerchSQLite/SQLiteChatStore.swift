@@ -390,6 +390,7 @@ final class Writer: Sendable {
                 let db = tx.db
                 let appended = tx.appended.count
                 let lastSequence = tx.lastEventSequence
+                let pruned = tx.prunedEvents
                 do {
                     try db.run("SAVEPOINT job")
                     do {
@@ -401,6 +402,7 @@ final class Writer: Sendable {
                         tx.appended.removeSubrange(appended...)
                         // An event the body appended is gone: it must not count as committed.
                         tx.lastEventSequence = lastSequence
+                        tx.prunedEvents = pruned
                         tx.reference?.forget()
                         outcome.result = .failure(error)
                     }
@@ -564,6 +566,7 @@ final class Writer: Sendable {
         if commitError == nil {
             if tx.changedMembers { memberships.invalidate() }
             cache.insert(tx.appended)
+            if tx.prunedEvents > 0 { cache.forget(through: tx.prunedEvents) }
         }
         if commitError == nil, tx.lastEventSequence > 0 {
             if foreign {
@@ -919,6 +922,18 @@ final class EventCache: Sendable {
                 ring.entries[slot] = entry
                 ring.seqs[slot] = entry.event.seq
                 ring.audiences[slot] = entry.audience
+            }
+        }
+    }
+
+    /// Forgets the events up to `seq` (the retention pruned them): a page after one of them then
+    /// comes from the database, which says what the reader missed.
+    func forget(through seq: Int64) {
+        ring.withLock { ring in
+            for slot in ring.seqs.indices where ring.seqs[slot] != 0 && ring.seqs[slot] <= seq {
+                ring.entries[slot] = nil
+                ring.seqs[slot] = 0
+                ring.audiences[slot] = nil
             }
         }
     }

@@ -11,6 +11,9 @@ final class SQLiteTransaction: ChatWriteTransaction {
     /// The events this (write) transaction appended, with their sequences and audiences, for the
     /// event cache.
     var appended: [CachedEvent] = []
+    /// The last event this (write) transaction pruned (0: none), for the cache to forget after the
+    /// commit: a reader after a pruned event is then told what it missed, from memory too.
+    var prunedEvents: Int64 = 0
     /// Whether this (write) transaction added, changed or removed a group member.
     var changedMembers = false
     /// Decoded recent events (read transactions).
@@ -652,8 +655,12 @@ final class SQLiteTransaction: ChatWriteTransaction {
         return seq
     }
 
-    func events(for uid: String, session: String?, after seq: Int64, limit: Int) throws -> EventPage {
-        var page = EventPage(events: [], scannedThrough: seq)
+    func events(for uid: String, session: String?, after requested: Int64, limit: Int) throws -> EventPage {
+        // Events the retention pruned are skipped, and the reader told (their audience rows may
+        // outlive them a while: they are never read).
+        let start = try eventLogStart()
+        let seq = max(requested, start)
+        var page = EventPage(events: [], scannedThrough: seq, missed: requested < start ? (requested + 1)...start : nil)
         let rows = try db.query(
             """
             SELECT e.seq, e.payload, e.excluded_session FROM events e
@@ -759,10 +766,78 @@ final class SQLiteTransaction: ChatWriteTransaction {
         try db.scalar("SELECT seq FROM cursors WHERE consumer = ?", [.text(consumer)])
     }
 
-    func setCursor(consumer: String, seq: Int64) throws {
+    func setCursor(consumer: String, seq: Int64, at time: Int64) throws {
         try db.run(
-            "INSERT INTO cursors (consumer, seq) VALUES (?, ?) ON CONFLICT (consumer) DO UPDATE SET seq = excluded.seq",
-            [.text(consumer), .int(seq)])
+            """
+            INSERT INTO cursors (consumer, seq, saved_at) VALUES (?, ?, ?)
+            ON CONFLICT (consumer) DO UPDATE SET seq = excluded.seq, saved_at = excluded.saved_at
+            """, [.text(consumer), .int(seq), .int(time)])
+    }
+
+    func oldestCursor(savedSince time: Int64) throws -> Int64? {
+        try db.scalar("SELECT min(seq) FROM cursors WHERE saved_at >= ?", [.int(time)])
+    }
+
+    // MARK: Retention
+
+    /// The last event the retention pruned (0: none).
+    func eventLogStart() throws -> Int64 {
+        try db.scalar("SELECT pruned_through FROM log_starts WHERE log = 'events'") ?? 0
+    }
+
+    func logMark(atOrBefore time: Int64) throws -> LogMark? {
+        try db.query("SELECT at, events, outbox FROM log_marks WHERE at <= ? ORDER BY at DESC LIMIT 1", [.int(time)]) {
+            LogMark(at: $0.int(0), events: $0.int(1), outbox: $0.int(2))
+        }.first
+    }
+
+    func markLogs(at time: Int64) throws {
+        try db.run(
+            """
+            INSERT OR REPLACE INTO log_marks (at, events, outbox) VALUES (
+                ?, (SELECT coalesce(max(seq), 0) FROM events), (SELECT coalesce(max(seq), 0) FROM outbox))
+            """, [.int(time)])
+    }
+
+    func pruneLogs(events: Int64, outbox: Int64, marksBefore: Int64, limit: Int) throws -> LogPruning {
+        var pruning = LogPruning()
+        pruning.events = try prune("events", through: events, limit: limit)
+        pruning.outbox = try prune("outbox", through: outbox, limit: limit)
+        try db.run(
+            "DELETE FROM log_marks WHERE at < (SELECT max(at) FROM log_marks WHERE at <= ?)", [.int(marksBefore)])
+        return pruning
+    }
+
+    /// Deletes the rows of `log` (`events` or `outbox`) after its last pruned sequence, up to
+    /// `through` and at most `limit`, keeping the newest; records how far it got.
+    private func prune(_ log: String, through: Int64, limit: Int) throws -> Int {
+        let start = try db.scalar("SELECT pruned_through FROM log_starts WHERE log = ?", [.text(log)]) ?? 0
+        let newest = try db.scalar("SELECT coalesce(max(seq), 0) FROM \(log)") ?? 0
+        let end = min(through, newest - 1, start + Int64(limit))
+        guard end > start else { return 0 }
+        let deleted = try db.run("DELETE FROM \(log) WHERE seq > ? AND seq <= ?", [.int(start), .int(end)])
+        try db.run(
+            """
+            INSERT INTO log_starts (log, pruned_through) VALUES (?, ?)
+            ON CONFLICT (log) DO UPDATE SET pruned_through = excluded.pruned_through
+            """, [.text(log), .int(end)])
+        if log == "events" { prunedEvents = end }
+        return deleted
+    }
+
+    func pruneEventAudiences(after uid: String, limit: Int) throws -> String? {
+        let events = try eventLogStart()
+        var last = uid
+        for _ in 0..<limit {
+            guard
+                let next = try db.query(
+                    "SELECT uid FROM event_users WHERE uid > ? ORDER BY uid LIMIT 1", [.text(last)], row: { $0.text(0) }
+                ).first
+            else { return nil }
+            try db.run("DELETE FROM event_users WHERE uid = ? AND seq <= ?", [.text(next), .int(events)])
+            last = next
+        }
+        return last
     }
 }
 

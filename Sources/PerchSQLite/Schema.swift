@@ -175,9 +175,10 @@ enum Schema {
             PRIMARY KEY (media_id, message_id)
         ) WITHOUT ROWID;
         """,
-        // 7: messages, events and the outbox without AUTOINCREMENT. None of their rows is ever
-        // deleted, so a new row's id (the largest plus one) is never one used before; AUTOINCREMENT
-        // only added an `sqlite_sequence` lookup and update per insert and a page to every commit.
+        // 7: messages, events and the outbox without AUTOINCREMENT. No message row is ever deleted,
+        // and the retention (9) never deletes the newest event or outbox row, so a new row's id (the
+        // largest plus one) is never one used before; AUTOINCREMENT only added an `sqlite_sequence`
+        // lookup and update per insert and a page to every commit.
         // Rebuilt as SQLite's documented way to change a table: same columns in the same order.
         """
         CREATE TABLE messages_new (
@@ -251,6 +252,23 @@ enum Schema {
             scope TEXT NOT NULL,
             PRIMARY KEY (guid, uid)
         ) WITHOUT ROWID;
+        """,
+        // 9: the event log's retention. The pruner writes a mark at every pass (the newest event
+        // and outbox row at that time), so "older than the retention" is a range of sequences
+        // without a time on every row; `log_starts` holds the last sequence pruned from each log
+        // (a reader after an earlier one is told what it missed); a cursor says when it was last
+        // saved, so a consumer gone for longer than the retention no longer holds the log back.
+        """
+        CREATE TABLE log_marks (
+            at INTEGER PRIMARY KEY,
+            events INTEGER NOT NULL,
+            outbox INTEGER NOT NULL
+        );
+        CREATE TABLE log_starts (
+            log TEXT PRIMARY KEY,
+            pruned_through INTEGER NOT NULL
+        ) WITHOUT ROWID;
+        ALTER TABLE cursors ADD COLUMN saved_at INTEGER NOT NULL DEFAULT 0;
         """,
     ]
 }

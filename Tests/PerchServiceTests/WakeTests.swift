@@ -132,8 +132,8 @@ import Testing
             let received = Locked<[String]>([])
             let latest = try await store.latestEventSequence()
             let stream = Task {
-                try await service.followEvents(for: "erin", after: latest) { events in
-                    received.withLock { $0 += events.compactMap(\.message?.text) }
+                try await service.followEvents(for: "erin", after: latest) { page in
+                    received.withLock { $0 += page.events.compactMap(\.message?.text) }
                     return received.withLock { $0.count } < 3
                 }
             }

@@ -56,7 +56,7 @@ import Testing
             let before = try await chat.store.latestEventSequence()
             @Sendable func body(_ index: Int, fails: Bool) -> @Sendable (any ChatWriteTransaction) throws -> Void {
                 { tx in
-                    try tx.setCursor(consumer: "c\(index)", seq: Int64(index + 1))
+                    try tx.setCursor(consumer: "c\(index)", seq: Int64(index + 1), at: 0)
                     _ = try tx.appendEvent(
                         ChatEvent(name: .textMessageReceived, conversationId: "group_g", createdAt: 0),
                         audience: EventAudience(group: "g"))

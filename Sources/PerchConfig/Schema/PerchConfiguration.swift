@@ -143,14 +143,19 @@ public struct StorageConfiguration: Decodable, Sendable {
     /// `synchronous` (default `normal`): SQLite's `synchronous` pragma. `normal` in WAL mode loses
     /// nothing on a crash of Perch; `full` also survives a power cut.
     public var synchronous: Synchronous = .normal
+    /// `eventRetentionDays` (default 7, 0–3650; 0 keeps everything): how long the event log (the
+    /// live events streams and bots read) and the notification outbox keep a row. Messages are
+    /// never pruned; an event a running bot has not handled is never pruned.
+    public var eventRetentionDays = 7
 
     public init() {}
 
-    enum CodingKeys: String, CodingKey { case synchronous }
+    enum CodingKeys: String, CodingKey { case synchronous, eventRetentionDays }
 
     public init(from decoder: any Decoder) throws {
         let c = try decoder.container(keyedBy: CodingKeys.self)
         synchronous = try c.decodeIfPresent(Synchronous.self, forKey: .synchronous) ?? .normal
+        eventRetentionDays = try c.decodeIfPresent(Int.self, forKey: .eventRetentionDays) ?? 7
     }
 }
 

@@ -76,6 +76,7 @@ public actor BotHost {
     let runtimes = Lock<[String: BotRuntime]>([:])
     var consumers: [String: Task<Void, Never>] = [:]
     var scheduler: Task<Void, Never>?
+    var retention: Task<Void, Never>?
     let matchCache = MatchCache()
 
     public init(configuration: LoadedConfiguration, options: Options = Options()) {
@@ -121,6 +122,7 @@ public actor BotHost {
             "seed applied", ["users": String(config.seed.users.count), "groups": String(config.seed.groups.count)])
         try await install(configuration, service: service)
         if options.schedulesFromTimer { startScheduler() }
+        if options.schedulesFromTimer, options.consumeEvents { startRetention() }
         state = .running
         logger.info("ready", ["bots": String(runtimes.withLock { $0.count })])
     }
@@ -208,8 +210,12 @@ public actor BotHost {
             configuration = loaded
             return
         }
-        for name in fresh.keys where try await service.cursor(consumer: "bot:\(name)") == 0 {
-            try await service.acknowledge(consumer: "bot:\(name)", seq: latest)
+        // A bot about to start saves its cursor again (where it stopped, or the present for a new
+        // one): the retention prunes no event a bot that saved its cursor within it has not
+        // handled, and a bot back after a long stop is one. A running bot saves its own.
+        for name in fresh.keys where consumers[name] == nil {
+            let saved = try await service.cursor(consumer: "bot:\(name)")
+            try await service.acknowledge(consumer: "bot:\(name)", seq: saved == 0 ? latest : saved)
         }
         for name in fresh.keys where consumers[name] == nil {
             consumers[name] = Task(executorPreference: options.executor) { [weak self] in
@@ -265,6 +271,14 @@ public actor BotHost {
             guard let runtime = runtimes.withLock({ $0[name] }) else { break }
             do {
                 let page = try await service.events(for: runtime.identity.uid, after: cursor, limit: Self.pageSize)
+                if let missed = page.missed {
+                    // Gone for longer than the retention: what it missed is not there to handle.
+                    options.logger.warning(
+                        "bot \(name) missed events \(missed.lowerBound)–\(missed.upperBound): the event log's "
+                            + "retention (storage.eventRetentionDays) removed them before the bot handled them; "
+                            + "it goes on from the next", ["bot": name])
+                    metrics.increment("perch_bot_missed_events_total", ["bot": name], by: Double(missed.count))
+                }
                 if !page.events.isEmpty {
                     queued += await handle(page.events, with: name)
                     if queued.count > Self.pagesInFlight { await queued.removeFirst().finish() }
@@ -353,6 +367,7 @@ public actor BotHost {
         state = .stopping
         logger.info("stopping")
         scheduler?.cancel()
+        retention?.cancel()
         let tasks = Array(consumers.values)
         consumers.removeAll()
         for task in tasks { task.cancel() }

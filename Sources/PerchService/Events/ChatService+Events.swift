@@ -32,17 +32,19 @@ extension ChatService {
 
     /// Records that `consumer` has handled everything up to `seq`.
     public func acknowledge(consumer: String, seq: Int64) async throws(ChatError) {
+        let now = clock.now()
         try await writing { tx in
-            try tx.setCursor(consumer: consumer, seq: seq)
+            try tx.setCursor(consumer: consumer, seq: seq, at: now)
         }
     }
 
     /// Follows `uid`'s events after `seq`, as a session: pages through the backlog, then waits for
     /// new commits, handing each page to `deliver` (an empty one too) until `deliver` answers
-    /// false or the task is cancelled.
+    /// false or the task is cancelled. Only the first page can have ``EventPage/missed`` (a stream
+    /// resumed from before the log's start).
     /// - Throws: what reading a page throws (a store failure).
     public func followEvents(
-        for uid: String, session: String? = nil, after seq: Int64, _ deliver: ([ChatEvent]) -> Bool
+        for uid: String, session: String? = nil, after seq: Int64, _ deliver: (EventPage) -> Bool
     ) async throws(ChatError) {
         var cursor = seq
         while !Task.isCancelled {
@@ -50,7 +52,7 @@ extension ChatService {
             // the snapshot's newest event): wait for the user's next event, which returns at once
             // when more was committed since.
             let page = try await events(for: uid, session: session, after: cursor)
-            guard deliver(page.events) else { return }
+            guard deliver(page) else { return }
             cursor = max(cursor, page.scannedThrough)
             if page.isFull { continue }
             await waitForEvents(after: cursor, for: uid, session: session)
@@ -65,8 +67,8 @@ extension ChatService {
         AsyncThrowingStream { continuation in
             let task = Task {
                 do {
-                    try await followEvents(for: uid, session: session, after: seq) { events in
-                        for event in events { continuation.yield(event) }
+                    try await followEvents(for: uid, session: session, after: seq) { page in
+                        for event in page.events { continuation.yield(event) }
                         return true
                     }
                     continuation.finish()

@@ -102,6 +102,11 @@ public protocol ChatReadTransaction {
     /// The events `uid` may see after `seq`, oldest first, leaving out those excluded for `session`.
     func events(for uid: String, session: String?, after seq: Int64, limit: Int) throws -> EventPage
     func cursor(consumer: String) throws -> Int64?
+    /// The lowest cursor among the consumers that saved theirs at `time` or later (the retention
+    /// prunes no event such a consumer has not handled), nil when none did.
+    func oldestCursor(savedSince time: Int64) throws -> Int64?
+    /// The newest retention mark written at `time` or earlier.
+    func logMark(atOrBefore time: Int64) throws -> LogMark?
     func pluginValue(bot: String, key: String) throws -> String?
     /// The scope config.yaml's seed last gave `uid` in `guid`; nil when the seed never named them.
     func seededScope(guid: String, uid: String) throws -> GroupMemberScope?
@@ -139,7 +144,17 @@ public protocol ChatWriteTransaction: ChatReadTransaction {
     func appendNotifications(_ recipients: [NotificationRecipient], messageId: Int64, at time: Int64) throws
     func removeSaves(of messageId: Int64) throws
     func appendEvent(_ event: ChatEvent, audience: EventAudience) throws -> Int64
-    func setCursor(consumer: String, seq: Int64) throws
+    func setCursor(consumer: String, seq: Int64, at time: Int64) throws
+    /// Writes a retention mark: the newest event and outbox row now.
+    func markLogs(at time: Int64) throws
+    /// Deletes up to `limit` of the oldest events with sequences up to `events`, and as many outbox
+    /// rows up to `outbox`, never the newest row of either (a new row's id is the largest plus one,
+    /// so it is never one used before), and the marks older than the newest one before
+    /// `marksBefore`. A reader after an event pruned here is told so (``EventPage/missed``).
+    func pruneLogs(events: Int64, outbox: Int64, marksBefore: Int64, limit: Int) throws -> LogPruning
+    /// Removes the per-user audience rows of the events pruned so far, for up to `limit` users
+    /// after `uid` in uid order; returns the last user looked at, nil once past the last.
+    func pruneEventAudiences(after uid: String, limit: Int) throws -> String?
     /// Sets (or with nil removes) a bot's plugin value.
     func setPluginValue(bot: String, key: String, value: String?) throws
     func insertToken(hash: String, uid: String, at time: Int64) throws
@@ -195,11 +210,39 @@ public struct EventPage: Sendable {
     /// Whether the page stopped at its limit (more may follow at once); a short page scanned
     /// everything committed when it was read.
     public var isFull: Bool
+    /// The sequences after the reader's that the retention removed before it read them: the page
+    /// starts after them. Nil when nothing the reader asked for was pruned.
+    public var missed: ClosedRange<Int64>?
 
-    public init(events: [ChatEvent], scannedThrough: Int64, isFull: Bool = false) {
+    public init(events: [ChatEvent], scannedThrough: Int64, isFull: Bool = false, missed: ClosedRange<Int64>? = nil) {
         self.events = events
         self.scannedThrough = scannedThrough
         self.isFull = isFull
+        self.missed = missed
+    }
+}
+
+/// A retention mark: at `at`, the newest event was `events` and the newest outbox row `outbox`.
+public struct LogMark: Sendable, Equatable {
+    public var at: Int64
+    public var events: Int64
+    public var outbox: Int64
+
+    public init(at: Int64, events: Int64, outbox: Int64) {
+        self.at = at
+        self.events = events
+        self.outbox = outbox
+    }
+}
+
+/// What a pass of the retention removed.
+public struct LogPruning: Sendable, Equatable {
+    public var events = 0
+    public var outbox = 0
+
+    public init(events: Int = 0, outbox: Int = 0) {
+        self.events = events
+        self.outbox = outbox
     }
 }
 

@@ -88,6 +88,7 @@ import Testing
         let config = try #require(loaded.config)
         #expect(config.limits.pinsPerConversation == 7)
         #expect(config.limits.savesPerUser == 100)
+        #expect(config.storage.eventRetentionDays == 7)
         #expect(config.features.pin && !config.features.save)
         #expect(config.notifications.group.replies == .subscribeToSubscribedThreads)
         #expect(config.notifications.group.quotedReplies == .subscribeToQuotesOnOwnMessages)
@@ -96,6 +97,23 @@ import Testing
         #expect(config.strings["THREAD_UNAVAILABLE"] == "You no longer have access to this thread.")
         #expect(loaded.bots.map(\.bot.name) == ["b"])
         #expect(loaded.bots[0].bot.rules[0].actions == [.reply(try Template.parse("hello"))])
+    }
+
+    @Test func theEventRetentionIsDaysFromNoneToTenYears() throws {
+        for (days, finding) in [
+            ("0", nil), ("30", nil),
+            ("-1", "config.yaml:2:31: error: storage.eventRetentionDays: -1 is out of range; expected 0 to 3650"),
+            ("week", "config.yaml:2:31: error: storage.eventRetentionDays: expected an integer, found a string 'week'"),
+        ] {
+            let fixture = try ConfigFixture(
+                config: "version: 1\nstorage: {eventRetentionDays: \(days)}\n", bots: ["b.yaml": ConfigFixture.baseBot])
+            defer { fixture.cleanup() }
+            let loaded = fixture.load()
+            #expect(
+                loaded.findings.filter { $0.location.file == "config.yaml" }.map(\.description)
+                    == (finding.map { [$0] } ?? []))
+            if finding == nil { #expect(loaded.config?.storage.eventRetentionDays == Int(days)) }
+        }
     }
 
     @Test func theShippedConfigurationHasNoFindings() {

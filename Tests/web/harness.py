@@ -56,10 +56,14 @@ class Server:
         with open(os.path.join(self.dir, "config.yaml"), "w") as f:
             f.write(config)
         shutil.copytree(os.path.join(ROOT, "bots"), os.path.join(self.dir, "bots"))
-        env = dict(os.environ, PERCH_API_KEY=self.key)
-        self.log = open(os.path.join(self.dir, "perch.log"), "w")
+        self.env = dict(os.environ, PERCH_API_KEY=self.key)
+        self.log = open(os.path.join(self.dir, "perch.log"), "a")
+        self.launch()
+
+    def launch(self):
+        """Starts `perch run` and waits until it is ready."""
         self.process = subprocess.Popen(
-            [PERCH, "run", "--config", os.path.join(self.dir, "config.yaml")], env=env, stdout=self.log,
+            [PERCH, "run", "--config", os.path.join(self.dir, "config.yaml")], env=self.env, stdout=self.log,
             stderr=subprocess.STDOUT)
         deadline = time.time() + 30
         while time.time() < deadline:
@@ -109,6 +113,22 @@ class Server:
         """Sends a masked close frame, so the server gives the stream's place back at once."""
         connection.sendall(bytes([0x88, 0x80]) + os.urandom(4))
         connection.close()
+
+    def restart(self, meanwhile):
+        """Stops the host (SIGTERM), calls `meanwhile` while it is down, and starts it again on the
+        same port and data."""
+        self.process.send_signal(signal.SIGTERM)
+        self.process.wait(10)
+        meanwhile()
+        self.launch()
+
+    def send_local(self, text, as_uid, group="general"):
+        """`perch send` straight into the database (the host may be down)."""
+        subprocess.run([PERCH, "send", "--local", "--config", os.path.join(self.dir, "config.yaml"), "--as", as_uid,
+                        "--group", group, text], env=self.env, check=True, capture_output=True)
+
+    def database(self):
+        return os.path.join(self.dir, "data", "perch.sqlite")
 
     def stop(self):
         if self.process.poll() is not None:

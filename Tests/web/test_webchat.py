@@ -3,6 +3,7 @@ surfaces, seed 004's quote replies, pins and saves, the threads inbox, preferenc
 work arriving live."""
 import json
 import os
+import sqlite3
 import tempfile
 import time
 import unittest
@@ -537,6 +538,41 @@ class DevSignInOffTests(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class EventGapTests(WebChatTestCase):
+    """A page away for longer than the server keeps its events (storage.eventRetentionDays): its
+    stream comes back with an old Last-Event-ID, is told what it missed (perch.gap), and the page
+    fetches its conversation again instead of showing only what came after the gap."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.server = Server()
+        cls.driver = browser()
+
+    def test_a_page_back_after_the_retention_fetches_its_conversation_again(self):
+        page = self.page("alice")
+        page.open_group("general")
+        first = self.server.send("before the stop", as_uid="bob")
+        page.message(first["id"])  # it came live: the page has a Last-Event-ID to resume from
+
+        def away():
+            self.server.send_local("while away one", as_uid="bob")
+            self.server.send_local("while away two", as_uid="bob")
+            # What a retention pass a week later leaves (RetentionTests checks the pass itself):
+            # every event but the newest gone, and the log's start recorded.
+            with sqlite3.connect(self.server.database()) as db:
+                newest = db.execute("SELECT max(seq) FROM events").fetchone()[0]
+                db.execute("DELETE FROM events WHERE seq < ?", (newest,))
+                db.execute("INSERT INTO log_starts (log, pruned_through) VALUES ('events', ?)", (newest - 1,))
+
+        self.server.restart(away)
+        # The newest event would come live anyway; the one before it only by fetching again.
+        page.wait_until(lambda: "while away one" in page.find("#messages").text, timeout=45,
+                        what="the conversation fetched again")
+        texts = page.find("#messages").text
+        self.assertIn("before the stop", texts)
+        self.assertIn("while away two", texts)
 
 
 class StreamLimitTests(WebChatTestCase):

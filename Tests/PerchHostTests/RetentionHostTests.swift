@@ -1,0 +1,177 @@
+import Foundation
+import PerchChat
+import PerchConfig
+import PerchHost
+import PerchService
+import PerchTesting
+import Testing
+
+@testable import PerchSQLite
+
+/// The event log's retention as a host runs it, and what its clients see of it: a stream resumed
+/// from before the log's start is told what it missed, a bot back after longer than the retention
+/// says what it missed and goes on, and a bot that starts holds the log back from its cursor.
+@Suite struct RetentionHostTests {
+    static let week: Int64 = 7 * 86_400
+
+    /// Posts `text` in `room` as carol; returns the message id.
+    static func post(_ http: HTTPChat, _ text: String) async throws -> Int {
+        let sent = try await http.call(
+            "POST", "/v3/messages", as: .user("carol"),
+            json: #"{"receiver": "room", "receiverType": "group", "data": {"text": "\#(text)"}}"#)
+        return sent.data["id"] as! Int
+    }
+
+    /// Leaves a pruned log behind: "old" a week and a second ago, then "new"; returns the last
+    /// pruned sequence.
+    static func pruneAWeek(_ http: HTTPChat) async throws -> Int64 {
+        _ = try await post(http, "old")
+        let service = http.chat.service
+        _ = try await service.pruneEventLog(olderThan: Self.week)
+        let through = try await service.store.latestEventSequence()
+        http.chat.clock.advance(by: Self.week + 1)
+        _ = try await post(http, "new")
+        #expect(try await service.pruneEventLog(olderThan: Self.week).events == Int(through))
+        return through
+    }
+
+    @Test func aStreamResumedFromBeforeTheLogsStartIsToldWhatItMissedThenGetsTheRest() async throws {
+        try await withHTTPChat { http in
+            let through = try await Self.pruneAWeek(http)
+            let resumed = try SSEClient(
+                port: http.server.port, path: "/v3/events",
+                headers: ["apikey": apiKey, "onBehalfOf": "bob", "Last-Event-ID": "1"])
+            let events = await onThread { resumed.events(1) }
+            #expect(events.map(\.id) == [through + 1])
+            let gap = "event: perch.gap\ndata: {\"from\":2,\"through\":\(through)}\n\n"
+            #expect(resumed.buffer.contains(gap))
+            #expect(resumed.buffer.range(of: gap)!.lowerBound < resumed.buffer.range(of: "\"new\"")!.lowerBound)
+
+            // From after the start: no gap.
+            let current = try SSEClient(
+                port: http.server.port, path: "/v3/events",
+                headers: ["apikey": apiKey, "onBehalfOf": "bob", "Last-Event-ID": String(through)])
+            #expect(await onThread { current.events(1) }.map(\.id) == [through + 1])
+            #expect(!current.buffer.contains("perch.gap"))
+
+            // The WebSocket says it the same way.
+            let port = http.server.port
+            let frames = try await onThread { () throws -> [String] in
+                let client = try WebSocketTestClient(
+                    port: port, path: "/v3/ws?lastEventId=1", headers: ["apikey": apiKey, "onBehalfOf": "bob"])
+                return (client.messages(until: { $0["type"] as? String == "event" }) ?? []).map { frame in
+                    let data = frame["data"] as? [String: Any]
+                    return "\(frame["type"] ?? "-") \(data?["from"] ?? "-")…\(data?["through"] ?? "-")"
+                }
+            }
+            #expect(frames == ["session -…-", "gap 2…\(through)", "event -…-"])
+        }
+    }
+
+    static let echo = botFile(
+        """
+          - on: message
+            when: { text_matches: "^echo (?<word>\\\\w+)$" }
+            do: [{ reply: "heard {word}" }]
+        """)
+
+    /// Hosts in turn on one data directory and one clock (`monotonic`: the hosts' rate and cursor
+    /// clock).
+    static func withHosts(
+        monotonic: @escaping @Sendable () -> Double = BotHost.uptime,
+        _ body: (_ start: () async throws -> BotHost, ManualClock, String) async throws -> Void
+    ) async throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("perch-host-\(UUID().uuidString)")
+            .path
+        try FileManager.default.createDirectory(atPath: directory + "/bots", withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        try hostConfig.write(toFile: directory + "/config.yaml", atomically: true, encoding: .utf8)
+        try echo.write(toFile: directory + "/bots/b.yaml", atomically: true, encoding: .utf8)
+        let loaded = ConfigurationLoader().load(configPath: directory + "/config.yaml")
+        try #require(loaded.isValid, "\(loaded.findings)")
+        let clock = ManualClock()
+        try await body(
+            {
+                let host = BotHost(
+                    configuration: loaded,
+                    options: BotHost.Options(
+                        dataDirectory: directory + "/data", clock: clock,
+                        logger: HostLogger(minimum: .info, keepInMemory: true, sink: { _ in }),
+                        monotonic: monotonic, schedulesFromTimer: false))
+                try await host.start()
+                return host
+            }, clock, directory + "/data/perch.sqlite")
+    }
+
+    /// Waits until the bot's messages in `room` are `count`.
+    static func botReplies(_ service: ChatService, count: Int) async throws -> [String] {
+        for _ in 0..<2_000 {
+            let replies = try await service.fetchPrevious(MessagesRequest(guid: "room", limit: 50), as: "alice")
+                .messages.filter { $0.sender == "bot" }.compactMap(\.text)
+            if replies.count >= count { return replies }
+            try await Task.sleep(for: .milliseconds(5))
+        }
+        return []
+    }
+
+    @Test func aBotBackAfterLongerThanTheRetentionSaysWhatItMissedAndGoesOn() async throws {
+        try await Self.withHosts { start, clock, path in
+            var host = try await start()
+            var service = try #require(await host.service)
+            _ = try await service.send(MessageDraft(to: .group("room"), text: "echo one"), as: "alice")
+            #expect(try await Self.botReplies(service, count: 1) == ["heard one"])
+            await host.stop()
+
+            // While the host is down, another process on the file (a second host, `perch send
+            // --local`) takes messages and prunes a week.
+            do {
+                let store = try SQLiteChatStore(path: path)
+                let other = ChatService(store: store, clock: clock)
+                _ = try await other.send(MessageDraft(to: .group("room"), text: "echo two"), as: "alice")
+                _ = try await other.pruneEventLog(olderThan: Self.week)
+                clock.advance(by: Self.week + 1)
+                _ = try await other.send(MessageDraft(to: .group("room"), text: "echo three"), as: "alice")
+                #expect(try await other.pruneEventLog(olderThan: Self.week).events > 0)
+                await store.close()
+            }
+
+            host = try await start()
+            service = try #require(await host.service)
+            #expect(try await Self.botReplies(service, count: 2) == ["heard one", "heard three"])
+            let log = await host.options.logger.records
+            #expect(log.contains { $0.contains("bot b missed events") && $0.contains("storage.eventRetentionDays") })
+            #expect(host.metrics.value("perch_bot_missed_events_total", ["bot": "b"]) >= 1)
+            await host.stop()
+        }
+    }
+
+    /// A bot saves its cursor again as it starts, so a pass right after the host comes back after a
+    /// long stop keeps what the bot has not handled yet (its last save was longer ago than the
+    /// retention). The hosts' monotonic clock stands still: a running bot never saves its cursor
+    /// itself here, only the start does.
+    @Test func aStartingBotHoldsTheLogBackFromItsCursor() async throws {
+        try await Self.withHosts(monotonic: { 0 }) { start, clock, path in
+            var host = try await start()
+            await host.stop()
+            let saved: Int64
+            do {
+                let store = try SQLiteChatStore(path: path)
+                saved = try await store.read { try $0.cursor(consumer: "bot:b") } ?? -1
+                let other = ChatService(store: store, clock: clock)
+                _ = try await other.send(MessageDraft(to: .group("other"), text: "while away"), as: "carol")
+                _ = try await other.send(MessageDraft(to: .group("other"), text: "later"), as: "carol")
+                _ = try await other.pruneEventLog(olderThan: Self.week)
+                await store.close()
+            }
+            clock.advance(by: Self.week + 1)
+            host = try await start()
+            let service = try #require(await host.service)
+            #expect(try await service.store.read { try $0.oldestCursor(savedSince: clock.now()) } != nil)
+            // The pass at start keeps every event after the bot's cursor.
+            _ = await host.runRetention()
+            let page = try await service.events(for: "bot", after: saved)
+            #expect(page.missed == nil)
+            await host.stop()
+        }
+    }
+}

@@ -1,5 +1,6 @@
 import Foundation
 import PerchChat
+import PerchLock
 import PerchService
 
 /// The newest page of a 100,000-message conversation against a 100-message one.
@@ -184,5 +185,71 @@ func benchmarkStoreLimit() async throws {
         }
     }
     report("store-limit", fields)
+    await chat.close()
+}
+
+/// The event log's retention on a week of traffic: 50,000 messages in a 3-member group and 50,000
+/// one-on-one messages among 1,000 people, all older than the retention. What one pass costs, and
+/// what it does to a sender meanwhile: sequential sends' latency before the pass and during it.
+func benchmarkRetention() async throws {
+    let clock = ManualClock()
+    let chat = try BenchChat(clock: clock)
+    let service = chat.service
+    for uid in ["a", "b", "c"] { _ = try await service.createUser(uid: uid, name: uid) }
+    for index in 0..<1_000 { _ = try await service.createUser(uid: "u\(index)", name: "u\(index)") }
+    _ = try await service.createGroup(guid: "g", name: "G", owner: "a")
+    try await service.addMembers(to: "g", [("b", .participant), ("c", .participant)], by: "a")
+    let count = 50_000
+    try await fill(service, count: count, draft: { MessageDraft(to: .group("g"), text: "message \($0)") }, as: "a")
+    try await withThrowingTaskGroup(of: Void.self) { group in
+        for lane in 0..<64 {
+            group.addTask {
+                var index = lane
+                while index < count {
+                    _ = try await service.send(
+                        MessageDraft(to: .user("u\((index + 1) % 1_000)"), text: "direct \(index)"),
+                        as: "u\(index % 1_000)")
+                    index += 64
+                }
+            }
+        }
+        try await group.waitForAll()
+    }
+    _ = try await service.pruneEventLog(olderThan: 7 * 86_400)
+    clock.advance(by: 8 * 86_400)
+    let events = try await chat.store.latestEventSequence()
+    var index = 0
+    let before = try await measure(runs: 1_000, warmup: 100) {
+        index += 1
+        _ = try await service.send(MessageDraft(to: .group("g"), text: "before \(index)"), as: "a")
+    }
+    // Sequential sends while the pass runs.
+    let running = Lock(true)
+    let sender = Task {
+        var samples: [Double] = []
+        var index = 0
+        while running.withLock({ $0 }) {
+            index += 1
+            let start = DispatchTime.now().uptimeNanoseconds
+            _ = try await service.send(MessageDraft(to: .group("g"), text: "during \(index)"), as: "a")
+            samples.append(Double(DispatchTime.now().uptimeNanoseconds - start))
+        }
+        return samples.sorted()
+    }
+    let started = DispatchTime.now().uptimeNanoseconds
+    let pruned = try await service.pruneEventLog(olderThan: 7 * 86_400)
+    let seconds = Double(DispatchTime.now().uptimeNanoseconds - started) / 1e9
+    running.withLock { $0 = false }
+    let during = try await sender.value
+    report(
+        "retention",
+        [
+            "events_in_log": events, "events_pruned": pruned.events, "outbox_pruned": pruned.outbox,
+            "pass_s": seconds.rounded3, "rows_per_s": (Double(pruned.events + pruned.outbox) / seconds).rounded(),
+            "send_p50_us_before": (before.median / 1000).rounded3, "send_p99_us_before": (before.p99 / 1000).rounded3,
+            "send_p50_us_during": ((during.isEmpty ? 0 : during[during.count / 2]) / 1000).rounded3,
+            "send_p99_us_during": ((during.isEmpty ? 0 : during[during.count * 99 / 100]) / 1000).rounded3,
+            "send_max_us_during": ((during.last ?? 0) / 1000).rounded3, "sends_during": during.count,
+        ])
     await chat.close()
 }

@@ -9,12 +9,12 @@ struct BenchChat {
     let store: SQLiteChatStore
     let service: ChatService
 
-    init(settings: ChatSettings = ChatSettings()) throws {
+    init(settings: ChatSettings = ChatSettings(), clock: any ChatClock = SystemClock()) throws {
         directory =
             FileManager.default.temporaryDirectory.appendingPathComponent("perch-bench-\(UUID().uuidString)").path
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         store = try SQLiteChatStore(path: directory + "/perch.sqlite")
-        service = ChatService(store: store, settings: settings)
+        service = ChatService(store: store, clock: clock, settings: settings)
     }
 
     func close() async {

@@ -14,6 +14,7 @@ let scenarios: [String: () async throws -> Void] = [
     "store-limit": benchmarkStoreLimit,
     "bots": benchmarkBots,
     "wakes": benchmarkWakes,
+    "retention": benchmarkRetention,
 ]
 let requested = CommandLine.arguments.dropFirst().first
 guard requested == nil || scenarios[requested!] != nil else {

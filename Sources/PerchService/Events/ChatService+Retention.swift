@@ -8,9 +8,10 @@ extension ChatService {
     /// longer is told what it missed when it comes back, as is a stream resuming from before the
     /// log's start: ``EventPage/missed``). Messages are never pruned.
     ///
-    /// Rows go in writes of `batch`, so sends interleave with a long pass instead of waiting for it.
+    /// Rows go in writes of `batch` (and audience rows 100 users a write), so sends interleave with a
+    /// long pass instead of waiting for it (BENCHMARKS.md, "Event log retention").
     /// A pass finds nothing to do until its first mark is `retention` old.
-    public func pruneEventLog(olderThan retention: Int64, batch: Int = 2_000) async throws(ChatError) -> LogPruning {
+    public func pruneEventLog(olderThan retention: Int64, batch: Int = 500) async throws(ChatError) -> LogPruning {
         let now = clock.now()
         let cutoff = now - retention
         let (mark, oldestCursor) = try await writing { tx in
@@ -30,7 +31,7 @@ extension ChatService {
         }
         guard total.events > 0 else { return total }
         var next: String? = ""
-        while let uid = next { next = try await writing { tx in try tx.pruneEventAudiences(after: uid, limit: 500) } }
+        while let uid = next { next = try await writing { tx in try tx.pruneEventAudiences(after: uid, limit: 100) } }
         return total
     }
 }

@@ -774,6 +774,12 @@ final class SQLiteTransaction: ChatWriteTransaction {
             """, [.text(consumer), .int(seq), .int(time)])
     }
 
+    func keepCursors(_ consumers: [String], at time: Int64) throws {
+        for consumer in consumers {
+            try db.run("UPDATE cursors SET saved_at = ? WHERE consumer = ?", [.int(time), .text(consumer)])
+        }
+    }
+
     func oldestCursor(savedSince time: Int64) throws -> Int64? {
         try db.scalar("SELECT min(seq) FROM cursors WHERE saved_at >= ?", [.int(time)])
     }

@@ -145,6 +145,27 @@ import Testing
         }
     }
 
+    /// A running bot may sleep through other rooms' events for longer than the retention without
+    /// saving its cursor (here the hosts' monotonic clock stands still, so it never saves it while
+    /// running); a pass keeps its cursor all the same, so nothing after it is pruned.
+    @Test func aRunningBotHoldsTheLogBackHoweverLongSinceItSavedItsCursor() async throws {
+        try await Self.withHosts(monotonic: { 0 }) { start, clock, _ in
+            let host = try await start()
+            let service = try #require(await host.service)
+            let saved = try await service.cursor(consumer: "bot:b")
+            for text in ["one", "two"] {
+                _ = try await service.send(MessageDraft(to: .group("other"), text: text), as: "carol")
+            }
+            _ = await host.runRetention()
+            clock.advance(by: Self.week + 1)
+            _ = try await service.send(MessageDraft(to: .group("other"), text: "three"), as: "carol")
+            _ = await host.runRetention()
+            #expect(try await service.cursor(consumer: "bot:b") == saved)
+            #expect(try await service.events(for: "bot", after: saved).missed == nil)
+            await host.stop()
+        }
+    }
+
     /// A bot saves its cursor again as it starts, so a pass right after the host comes back after a
     /// long stop keeps what the bot has not handled yet (its last save was longer ago than the
     /// retention). The hosts' monotonic clock stands still: a running bot never saves its cursor

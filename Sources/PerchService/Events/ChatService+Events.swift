@@ -38,6 +38,14 @@ extension ChatService {
         }
     }
 
+    /// Marks the cursors of `consumers` (still running) as saved now, their sequences unchanged: the
+    /// retention then holds the log back for them, however long they have slept through other
+    /// rooms' events without saving (``pruneEventLog(olderThan:batch:)``).
+    public func keepCursors(_ consumers: [String]) async throws(ChatError) {
+        let now = clock.now()
+        try await writing { tx in try tx.keepCursors(consumers, at: now) }
+    }
+
     /// Follows `uid`'s events after `seq`, as a session: pages through the backlog, then waits for
     /// new commits, handing each page to `deliver` (an empty one too) until `deliver` answers
     /// false or the task is cancelled. Only the first page can have ``EventPage/missed`` (a stream

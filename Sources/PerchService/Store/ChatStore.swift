@@ -145,6 +145,9 @@ public protocol ChatWriteTransaction: ChatReadTransaction {
     func removeSaves(of messageId: Int64) throws
     func appendEvent(_ event: ChatEvent, audience: EventAudience) throws -> Int64
     func setCursor(consumer: String, seq: Int64, at time: Int64) throws
+    /// Marks the cursors of `consumers` saved at `time`, their sequences unchanged (consumers still
+    /// running: the retention holds the log back for them however long they sleep).
+    func keepCursors(_ consumers: [String], at time: Int64) throws
     /// Writes a retention mark: the newest event and outbox row now.
     func markLogs(at time: Int64) throws
     /// Deletes up to `limit` of the oldest events with sequences up to `events`, and as many outbox

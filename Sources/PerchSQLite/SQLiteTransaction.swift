@@ -797,21 +797,19 @@ final class SQLiteTransaction: ChatWriteTransaction {
         }.first
     }
 
-    func markLogs(at time: Int64) throws {
+    func markLogs(at time: Int64, keepingFrom cutoff: Int64) throws {
         try db.run(
             """
             INSERT OR REPLACE INTO log_marks (at, events, outbox) VALUES (
                 ?, (SELECT coalesce(max(seq), 0) FROM events), (SELECT coalesce(max(seq), 0) FROM outbox))
             """, [.int(time)])
+        try db.run("DELETE FROM log_marks WHERE at < (SELECT max(at) FROM log_marks WHERE at <= ?)", [.int(cutoff)])
     }
 
-    func pruneLogs(events: Int64, outbox: Int64, marksBefore: Int64, limit: Int) throws -> LogPruning {
-        var pruning = LogPruning()
-        pruning.events = try prune("events", through: events, limit: limit)
-        pruning.outbox = try prune("outbox", through: outbox, limit: limit)
-        try db.run(
-            "DELETE FROM log_marks WHERE at < (SELECT max(at) FROM log_marks WHERE at <= ?)", [.int(marksBefore)])
-        return pruning
+    func pruneLogs(events: Int64, outbox: Int64, limit: Int) throws -> LogPruning {
+        LogPruning(
+            events: try prune("events", through: events, limit: limit),
+            outbox: try prune("outbox", through: outbox, limit: limit))
     }
 
     /// Deletes the rows of `log` (`events` or `outbox`) after its last pruned sequence, up to

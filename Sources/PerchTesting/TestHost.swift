@@ -117,6 +117,17 @@ public struct TestHostTimeout: Error, CustomStringConvertible {
     public var description: String { "timed out waiting for \(what)" }
 }
 
+/// Writes config.yaml and the bot files (`bots/<name>`) into a new temporary directory and returns
+/// its path; the caller removes it.
+public func writeTestConfiguration(config: String, bots: [String: String]) throws -> String {
+    let directory = FileManager.default.temporaryDirectory.appendingPathComponent("perch-host-\(UUID().uuidString)")
+        .path
+    try FileManager.default.createDirectory(atPath: directory + "/bots", withIntermediateDirectories: true)
+    try config.write(toFile: directory + "/config.yaml", atomically: true, encoding: .utf8)
+    for (name, text) in bots { try text.write(toFile: directory + "/bots/" + name, atomically: true, encoding: .utf8) }
+    return directory
+}
+
 /// Starts a host on a copy of the configuration in a temporary directory, runs `body`, and always
 /// shuts the host down and removes the directory.
 ///
@@ -129,12 +140,8 @@ public func withTestHost(
     config: String, bots: [String: String] = [:], registry: PluginRegistry = .standard,
     environment: [String: String] = [:], executor: (any TaskExecutor)? = nil, _ body: (TestChat) async throws -> Void
 ) async throws {
-    let directory = FileManager.default.temporaryDirectory.appendingPathComponent("perch-host-\(UUID().uuidString)")
-        .path
-    try FileManager.default.createDirectory(atPath: directory + "/bots", withIntermediateDirectories: true)
+    let directory = try writeTestConfiguration(config: config, bots: bots)
     defer { try? FileManager.default.removeItem(atPath: directory) }
-    try config.write(toFile: directory + "/config.yaml", atomically: true, encoding: .utf8)
-    for (name, text) in bots { try text.write(toFile: directory + "/bots/" + name, atomically: true, encoding: .utf8) }
     try await withTestHost(
         configPath: directory + "/config.yaml", dataDirectory: directory + "/data", registry: registry,
         environment: environment, executor: executor, body)

@@ -87,12 +87,8 @@ import Testing
     /// room's traffic (the poll tick, not every commit, comes round to save it). Here the host's
     /// monotonic clock stands still, so the cursor is never due to be saved while the host runs.
     @Test func aBotWithACursorToSaveStillSleepsThroughAnotherRoom() async throws {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("perch-host-\(UUID().uuidString)")
-            .path
-        try FileManager.default.createDirectory(atPath: directory + "/bots", withIntermediateDirectories: true)
+        let directory = try writeTestConfiguration(config: hostConfig, bots: ["q.yaml": Self.quiet])
         defer { try? FileManager.default.removeItem(atPath: directory) }
-        try hostConfig.write(toFile: directory + "/config.yaml", atomically: true, encoding: .utf8)
-        try Self.quiet.write(toFile: directory + "/bots/q.yaml", atomically: true, encoding: .utf8)
         let loaded = ConfigurationLoader().load(configPath: directory + "/config.yaml")
         try #require(loaded.isValid)
         let host = BotHost(

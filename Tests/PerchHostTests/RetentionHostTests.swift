@@ -81,12 +81,8 @@ import Testing
         monotonic: @escaping @Sendable () -> Double = BotHost.uptime,
         _ body: (_ start: () async throws -> BotHost, ManualClock, String) async throws -> Void
     ) async throws {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("perch-host-\(UUID().uuidString)")
-            .path
-        try FileManager.default.createDirectory(atPath: directory + "/bots", withIntermediateDirectories: true)
+        let directory = try writeTestConfiguration(config: hostConfig, bots: ["b.yaml": echo])
         defer { try? FileManager.default.removeItem(atPath: directory) }
-        try hostConfig.write(toFile: directory + "/config.yaml", atomically: true, encoding: .utf8)
-        try echo.write(toFile: directory + "/bots/b.yaml", atomically: true, encoding: .utf8)
         let loaded = ConfigurationLoader().load(configPath: directory + "/config.yaml")
         try #require(loaded.isValid, "\(loaded.findings)")
         let clock = ManualClock()

@@ -210,13 +210,14 @@ public actor BotHost {
             configuration = loaded
             return
         }
-        // A bot about to start saves its cursor again (where it stopped, or the present for a new
-        // one): the retention prunes no event a bot that saved its cursor within it has not
-        // handled, and a bot back after a long stop is one. A running bot saves its own.
-        for name in fresh.keys where consumers[name] == nil {
-            let saved = try await service.cursor(consumer: "bot:\(name)")
-            try await service.acknowledge(consumer: "bot:\(name)", seq: saved == 0 ? latest : saved)
+        let starting = fresh.keys.filter { consumers[$0] == nil }.sorted()
+        for name in starting where try await service.cursor(consumer: "bot:\(name)") == 0 {
+            try await service.acknowledge(consumer: "bot:\(name)", seq: latest)
         }
+        // A bot about to start keeps its cursor as it is saved now (one write for them all): the
+        // retention prunes no event a bot that saved its cursor within it has not handled, and a
+        // bot back after a long stop is one. A running bot saves its own.
+        try await service.keepCursors(starting.map { "bot:\($0)" })
         for name in fresh.keys where consumers[name] == nil {
             consumers[name] = Task(executorPreference: options.executor) { [weak self] in
                 await self?.consume(bot: name, service: service)

@@ -15,7 +15,7 @@ extension ChatService {
         let now = clock.now()
         let cutoff = now - retention
         let (mark, oldestCursor) = try await writing { tx in
-            try tx.markLogs(at: now)
+            try tx.markLogs(at: now, keepingFrom: cutoff)
             return (try tx.logMark(atOrBefore: cutoff), try tx.oldestCursor(savedSince: cutoff))
         }
         guard let mark else { return LogPruning() }
@@ -23,7 +23,7 @@ extension ChatService {
         var total = LogPruning()
         while true {
             let pass = try await writing { tx in
-                try tx.pruneLogs(events: events, outbox: mark.outbox, marksBefore: cutoff, limit: batch)
+                try tx.pruneLogs(events: events, outbox: mark.outbox, limit: batch)
             }
             total.events += pass.events
             total.outbox += pass.outbox

@@ -148,13 +148,14 @@ public protocol ChatWriteTransaction: ChatReadTransaction {
     /// Marks the cursors of `consumers` saved at `time`, their sequences unchanged (consumers still
     /// running: the retention holds the log back for them however long they sleep).
     func keepCursors(_ consumers: [String], at time: Int64) throws
-    /// Writes a retention mark: the newest event and outbox row now.
-    func markLogs(at time: Int64) throws
+    /// Writes a retention mark (the newest event and outbox row now) and drops the marks older than
+    /// the newest one at or before `cutoff`, which the pass uses.
+    func markLogs(at time: Int64, keepingFrom cutoff: Int64) throws
     /// Deletes up to `limit` of the oldest events with sequences up to `events`, and as many outbox
     /// rows up to `outbox`, never the newest row of either (a new row's id is the largest plus one,
-    /// so it is never one used before), and the marks older than the newest one before
-    /// `marksBefore`. A reader after an event pruned here is told so (``EventPage/missed``).
-    func pruneLogs(events: Int64, outbox: Int64, marksBefore: Int64, limit: Int) throws -> LogPruning
+    /// so it is never one used before). A reader after an event pruned here is told so
+    /// (``EventPage/missed``).
+    func pruneLogs(events: Int64, outbox: Int64, limit: Int) throws -> LogPruning
     /// Removes the per-user audience rows of the events pruned so far, for up to `limit` users
     /// after `uid` in uid order; returns the last user looked at, nil once past the last.
     func pruneEventAudiences(after uid: String, limit: Int) throws -> String?

@@ -79,7 +79,8 @@ public enum RunCommand {
                 service: service, host: host, apiKey: key, metrics: host.metrics, media: media,
                 web: webSettings(config, loaded),
                 maximumBodyBytes: config.server.maxBodyBytes,
-                messagesPerMinute: config.limits.messagesPerMinute)
+                messagesPerMinute: config.limits.messagesPerMinute,
+                heartbeat: .seconds(config.server.heartbeatSeconds))
             let connections = config.server.maxStreams + HTTPServer.requestReserve
             if let shortfall = FileDescriptorLimit.shortfall(
                 connections: connections, limit: FileDescriptorLimit.raise())
@@ -90,7 +91,7 @@ public enum RunCommand {
                 server = try HTTPServer(
                     host: address.host, port: address.port,
                     maximumBodyBytes: max(config.server.maxBodyBytes, config.server.maxUploadBytes),
-                    maximumStreams: config.server.maxStreams,
+                    heartbeat: .seconds(config.server.heartbeatSeconds), maximumStreams: config.server.maxStreams,
                     idleTimeout: .seconds(config.server.idleTimeoutSeconds),
                     handler: { request in await api.respond(to: request) })
                 logger.info("http listening", ["address": "\(address.host):\(server!.port)"])

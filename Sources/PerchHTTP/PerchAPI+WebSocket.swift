@@ -45,7 +45,7 @@ extension PerchAPI {
         caller.session = session
         let socket = WebSocketConnection(
             session: APIWebSocketSession(api: self, caller: caller, after: after),
-            maximumMessage: maximumBodyBytes + 1024, heartbeat: .seconds(15))
+            maximumMessage: maximumBodyBytes + 1024, heartbeat: heartbeat)
         return HTTPResponse(
             status: 101,
             // libmicrohttpd adds `Connection: Upgrade` itself (a second would read "Upgrade, Upgrade").

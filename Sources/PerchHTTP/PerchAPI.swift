@@ -26,14 +26,18 @@ public final class PerchAPI: Sendable {
     /// Messages a user may send a minute (0: no limit), as sliding one-minute windows.
     let messagesPerMinute: Int
     let sendWindows = Lock<[String: [Double]]>([:])
+    /// A WebSocket whose client sent nothing for this long is pinged, and closed when nothing
+    /// came back for as long again.
+    let heartbeat: Duration
     let routes: [Route]
 
     public init(
         service: ChatService, host: BotHost? = nil, apiKey: String?, metrics: HostMetrics = HostMetrics(),
         media: MediaSettings? = nil, web: WebSettings? = nil, maximumBodyBytes: Int = 1 << 20,
-        messagesPerMinute: Int = 0
+        messagesPerMinute: Int = 0, heartbeat: Duration = .seconds(15)
     ) {
         self.web = web
+        self.heartbeat = heartbeat
         self.messagesPerMinute = messagesPerMinute
         self.service = service
         self.host = host

@@ -50,7 +50,8 @@ public struct Pipelining: Sendable {
 final class WebSocketConnection: UpgradedConnection, @unchecked Sendable {
     let session: any WebSocketSession
     let maximumMessage: Int
-    let heartbeat: Duration
+    /// The heartbeat in nanoseconds, at least a millisecond.
+    let heartbeatNanoseconds: UInt64
     private let executor = ThreadExecutor(pollable: ())
     /// Bytes to send (answers, events, pongs), what the loop has to look at, and whether the
     /// server is stopping. Events may be delivered from the shared pool after the loop ends.
@@ -86,7 +87,9 @@ final class WebSocketConnection: UpgradedConnection, @unchecked Sendable {
     init(session: any WebSocketSession, maximumMessage: Int, heartbeat: Duration) {
         self.session = session
         self.maximumMessage = maximumMessage
-        self.heartbeat = heartbeat
+        let (seconds, attoseconds) = heartbeat.components
+        heartbeatNanoseconds = max(
+            1_000_000, UInt64(clamping: seconds) &* 1_000_000_000 &+ UInt64(attoseconds / 1_000_000_000))
     }
 
     func finish() {
@@ -162,8 +165,9 @@ final class WebSocketConnection: UpgradedConnection, @unchecked Sendable {
         var closing = false
         /// The client's end is closed, or the socket failed.
         var gone = false
-        var lastHeard = DispatchTime.now()
-        var pinged = false
+        /// When the client last sent anything, and when it was pinged since, on the uptime clock.
+        var lastHeard = DispatchTime.now().uptimeNanoseconds
+        var pingedAt: UInt64?
         var chunk = [UInt8](repeating: 0, count: 65_536)
 
         init(connection: WebSocketConnection, socket: Int32, inbound: [UInt8]) {
@@ -217,6 +221,13 @@ final class WebSocketConnection: UpgradedConnection, @unchecked Sendable {
         /// heartbeat is due; reads what came. Once the server stops, a socket that takes nothing
         /// for 100 ms is given up.
         mutating func wait(holdingJobs: Bool) {
+            // Checked at every wait, not only when a wait times out: a socket the server keeps
+            // sending events to never sits out a heartbeat, and its client may be long gone.
+            var now = DispatchTime.now().uptimeNanoseconds
+            if !closing, now >= heartbeatDue {
+                heartbeat()
+                if gone { return }
+            }
             guard connection.executor.prepareToSleep(holdingJobs: holdingJobs) else { return }
             defer { connection.executor.awake() }
             let (pending, changed, stopping) = connection.shared.withLock {
@@ -231,7 +242,9 @@ final class WebSocketConnection: UpgradedConnection, @unchecked Sendable {
                     fd: socket, events: Int16(reading ? POLLIN : 0) | Int16(pending ? POLLOUT : 0), revents: 0),
                 pollfd(fd: connection.executor.wakeDescriptor!, events: Int16(POLLIN), revents: 0),
             ]
-            let milliseconds = stopping ? 100 : Int32(clamping: connection.heartbeat.components.seconds * 1000)
+            now = DispatchTime.now().uptimeNanoseconds
+            let milliseconds =
+                stopping ? 100 : heartbeatDue <= now ? 0 : Int32(clamping: (heartbeatDue - now) / 1_000_000 + 1)
             // Looks for a moment before it sleeps (`SpinWait`): the client's next request often
             // comes within it, and a sleeping thread's CPU is slow to wake.
             var ready: Int32 = 0
@@ -242,24 +255,24 @@ final class WebSocketConnection: UpgradedConnection, @unchecked Sendable {
                 ready = poll(&descriptors, 2, milliseconds)
             }
             if ready == 0 {
-                if stopping {
-                    gone = true
-                } else {
-                    heartbeat()
-                }
+                // A heartbeat due now is sent at the next wait.
+                if stopping { gone = true }
                 return
             }
             if descriptors[0].revents & Int16(POLLIN | POLLHUP | POLLERR) != 0 { read() }
         }
 
+        /// When the heartbeat is due: a ping once the client has been quiet for a heartbeat, the
+        /// end once it stayed quiet for another after the ping.
+        var heartbeatDue: UInt64 { (pingedAt ?? lastHeard) &+ connection.heartbeatNanoseconds }
+
         /// A quiet socket gets a ping; one that stayed quiet through the ping is closed.
         mutating func heartbeat() {
-            let quiet = DispatchTime.now().uptimeNanoseconds - lastHeard.uptimeNanoseconds
-            if pinged, quiet >= UInt64(connection.heartbeat.components.seconds) * 2_000_000_000 {
+            if pingedAt != nil {
                 gone = true
                 return
             }
-            pinged = true
+            pingedAt = DispatchTime.now().uptimeNanoseconds
             var frame: [UInt8] = []
             WebSocket.append(.ping, [UInt8](), to: &frame)
             connection.send(frame)
@@ -272,8 +285,8 @@ final class WebSocketConnection: UpgradedConnection, @unchecked Sendable {
                 return
             }
             guard count > 0 else { return }
-            lastHeard = DispatchTime.now()
-            pinged = false
+            lastHeard = DispatchTime.now().uptimeNanoseconds
+            pingedAt = nil
             inbound.append(contentsOf: chunk[0..<count])
             readFrames()
         }

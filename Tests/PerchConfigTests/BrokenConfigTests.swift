@@ -142,6 +142,9 @@ let brokenCases: [BrokenCase] = [
         "idle timeout out of range", "version: 1\nserver:\n  idleTimeoutSeconds: 0\n",
         "config.yaml:3:23: error: server.idleTimeoutSeconds: 0 is out of range; expected 1 to 86400"),
     .config(
+        "heartbeat out of range", "version: 1\nserver:\n  heartbeatSeconds: 3601\n",
+        "config.yaml:3:21: error: server.heartbeatSeconds: 3601 is out of range; expected 1 to 3600"),
+    .config(
         "bad listen address", "version: 1\nserver:\n  listen: localhost\n",
         "config.yaml:3:11: error: server.listen: expected host:port, found 'localhost'"),
     .config(

@@ -70,7 +70,8 @@ struct HTTPChat: Sendable {
 
 func withHTTPChat(
     bots: [String: String] = [:], maximumBody: Int = 64 * 1024, messagesPerMinute: Int = 0, web: WebSettings? = nil,
-    maximumStreams: Int = 1_000, heartbeat: Duration = .seconds(1), idleTimeout: Duration = .seconds(60),
+    maximumStreams: Int = 1_000, heartbeat: Duration = .seconds(1), socketHeartbeat: Duration = .seconds(15),
+    idleTimeout: Duration = .seconds(60),
     registry: PluginRegistry = .standard, executor: (any TaskExecutor)? = nil,
     _ body: (HTTPChat) async throws -> Void
 )
@@ -81,7 +82,7 @@ func withHTTPChat(
             directory: chat.directory + "/media", maximumBytes: 32 * 1024, allowedTypes: ["image/png", "text/plain"])
         let api = PerchAPI(
             service: chat.service, host: chat.host, apiKey: apiKey, metrics: chat.host.metrics, media: media, web: web,
-            maximumBodyBytes: maximumBody, messagesPerMinute: messagesPerMinute)
+            maximumBodyBytes: maximumBody, messagesPerMinute: messagesPerMinute, heartbeat: socketHeartbeat)
         let server = try HTTPServer(
             host: "127.0.0.1", port: 0, maximumBodyBytes: max(maximumBody, 32 * 1024), heartbeat: heartbeat,
             maximumStreams: maximumStreams, idleTimeout: idleTimeout

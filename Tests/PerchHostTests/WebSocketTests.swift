@@ -104,6 +104,8 @@ final class WebSocketTestClient: @unchecked Sendable {
     // Used from one test thread at a time.
     let descriptor: Int32
     var buffer: [UInt8] = []
+    /// The server closed the connection.
+    var ended = false
     /// The handshake's answer: the status line's code and the headers, lowercased names.
     var status = 0
     var headers: [String: String] = [:]
@@ -174,7 +176,10 @@ final class WebSocketTestClient: @unchecked Sendable {
         guard poll(&entry, 1, Int32(timeout * 1000)) > 0 else { return false }
         var chunk = [UInt8](repeating: 0, count: 65_536)
         let count = chunk.withUnsafeMutableBytes { recv(descriptor, $0.baseAddress, $0.count, 0) }
-        guard count > 0 else { return false }
+        guard count > 0 else {
+            ended = true
+            return false
+        }
         buffer += chunk[0..<count]
         return true
     }
@@ -452,6 +457,58 @@ extension [String: Any] {
                 return log
             }
             #expect(closes == ["true hi", "1000", "1003", "1007", "1002", "1009", "1002"])
+        }
+    }
+
+    /// The heartbeat counts from the client's last word, whatever the server sends meanwhile: a
+    /// client that answers nothing is pinged and then closed even while a busy room keeps its
+    /// socket's events coming (before, only a wait with nothing at all to do sent the ping); one
+    /// that answers each ping with a pong stays open.
+    @Test func aClientThatAnswersNothingIsPingedAndClosedWhileEventsKeepComing() async throws {
+        try await withHTTPChat(socketHeartbeat: .seconds(1)) { http in
+            let port = http.server.port
+            let user = user
+            let talking = Lock(true)
+            let carol = Task {
+                var index = 0
+                while talking.withLock({ $0 }) {
+                    index += 1
+                    _ = try await http.call(
+                        "POST", "/v3/messages", as: .user("carol"),
+                        json: #"{"receiver":"room","receiverType":"group","data":{"text":"busy \#(index)"}}"#)
+                    try await Task.sleep(for: .milliseconds(100))
+                }
+            }
+            defer { talking.withLock { $0 = false } }
+            async let silent = onThread { () throws -> String in
+                let client = try WebSocketTestClient(port: port, headers: user)
+                let start = Date()
+                var events = 0
+                var pingAfterEvents = false
+                // Closed after a ping and a heartbeat more (2 s here), well before this limit.
+                while Date().timeIntervalSince(start) < 9, let frame = client.frame(timeout: 2) {
+                    if frame.opcode == .text { events += 1 }
+                    if frame.opcode == .ping, events > 1 { pingAfterEvents = true }
+                }
+                return "\(pingAfterEvents) \(client.ended)"
+            }
+            async let answering = onThread { () throws -> String in
+                let client = try WebSocketTestClient(port: port, headers: user)
+                let end = Date().addingTimeInterval(3.5)
+                var pings = 0
+                while Date() < end, let frame = client.frame(timeout: end.timeIntervalSinceNow) {
+                    if frame.opcode == .ping {
+                        pings += 1
+                        client.send(.pong, frame.payload)
+                    }
+                }
+                let answer = client.request(1, "GET", "/v3/groups/room/messages?limit=1").answer
+                return "\(pings >= 2) \(client.ended) \(answer?.status ?? 0)"
+            }
+            #expect(try await silent == "true true")
+            #expect(try await answering == "true false 200")
+            talking.withLock { $0 = false }
+            try await carol.value
         }
     }
 

@@ -54,6 +54,7 @@ struct ConfigValidator {
         range("server.maxUploadBytes", config.server.maxUploadBytes, 1_024...(1 << 30))
         range("server.maxStreams", config.server.maxStreams, 1...100_000)
         range("server.idleTimeoutSeconds", config.server.idleTimeoutSeconds, 1...86_400)
+        range("server.heartbeatSeconds", config.server.heartbeatSeconds, 1...3_600)
         range("storage.eventRetentionDays", config.storage.eventRetentionDays, 0...3_650)
         range("limits.pinsPerConversation", config.limits.pinsPerConversation, 1...10_000)
         range("limits.savesPerUser", config.limits.savesPerUser, 1...10_000)

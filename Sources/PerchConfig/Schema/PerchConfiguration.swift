@@ -97,6 +97,10 @@ public struct ServerConfiguration: Decodable, Sendable {
     /// keep-alive connection between requests, a client stalled in the middle of one) is closed.
     /// Event streams and WebSockets are not idle while open.
     public var idleTimeoutSeconds: Int = 60
+    /// `heartbeatSeconds` (default 15): an event stream with nothing to send gets a `: heartbeat`
+    /// comment after this long, and a WebSocket that heard nothing from its client for this long
+    /// sends a ping, then closes when nothing came back for as long again.
+    public var heartbeatSeconds: Int = 15
 
     public static let defaultUploadTypes = [
         "image/png", "image/jpeg", "image/gif", "image/webp", "audio/mpeg", "audio/ogg", "video/mp4", "video/webm",
@@ -107,7 +111,7 @@ public struct ServerConfiguration: Decodable, Sendable {
 
     enum CodingKeys: String, CodingKey {
         case listen, dataDirectory, apiKey, maxBodyBytes, maxUploadBytes, devSignIn, uploadTypes, webDirectory
-        case maxStreams, idleTimeoutSeconds
+        case maxStreams, idleTimeoutSeconds, heartbeatSeconds
     }
 
     public init(from decoder: any Decoder) throws {
@@ -122,6 +126,7 @@ public struct ServerConfiguration: Decodable, Sendable {
         webDirectory = try c.decodeIfPresent(String.self, forKey: .webDirectory) ?? webDirectory
         maxStreams = try c.decodeIfPresent(Int.self, forKey: .maxStreams) ?? maxStreams
         idleTimeoutSeconds = try c.decodeIfPresent(Int.self, forKey: .idleTimeoutSeconds) ?? idleTimeoutSeconds
+        heartbeatSeconds = try c.decodeIfPresent(Int.self, forKey: .heartbeatSeconds) ?? heartbeatSeconds
     }
 
     /// The host and port of ``listen``, or nil when it is not `host:port`.

@@ -98,12 +98,12 @@ extension PerchAPI {
                 return try await api.sent(draft, request)
             },
             route("GET", "v3/messages", name: "messages.saved") { api, request in
-                guard try request.queryBool("saved") == true else {
-                    throw ChatError.badRequest("saved", "GET /v3/messages lists saved messages: give saved=true")
-                }
                 // A conversation named here is refused by the service, as on the conversations' own
                 // routes: saved messages span every conversation.
                 var messagesRequest = try api.messagesRequest(request)
+                guard messagesRequest.saved else {
+                    throw ChatError.badRequest("saved", "GET /v3/messages lists saved messages: give saved=true")
+                }
                 messagesRequest.uid = request.query("uid")
                 messagesRequest.guid = request.query("guid")
                 return try await api.page(messagesRequest, request)

@@ -66,6 +66,11 @@ import Testing
             #expect(mine.list.map { $0["id"] as? Int } == [id])
             let others = try await http.call("GET", "/v3/messages?saved=true", as: .user("bob"))
             #expect(others.list.isEmpty)
+            // This route lists saved messages only: without saved=true it names what to give.
+            for path in ["/v3/messages", "/v3/messages?saved=false", "/v3/messages?saved=maybe"] {
+                let refused = try await http.call("GET", path, as: .user("carol"))
+                #expect(refused.status == 400 && refused.errorField == "saved", "\(path)")
+            }
             // Saved messages span every conversation: a fetch that names one is refused, on the
             // conversations' routes and with uid or guid beside saved=true (not answered as if
             // `saved` or the conversation were not there).

@@ -24,6 +24,16 @@ import Testing
         #expect(warnings.admit("k", at: 61) == 0)
     }
 
+    /// The service's clock is the wall clock: set back an hour, a window opened "in the future"
+    /// does not hold the kind back for that hour.
+    @Test func aClockSetBackOpensANewWindow() {
+        let warnings = RepeatedWarnings(window: 60, burst: 1)
+        #expect(warnings.admit("full", at: 10_000) == 0)
+        #expect(warnings.admit("full", at: 10_001) == nil)
+        #expect(warnings.admit("full", at: 6_400) == 1)
+        #expect(warnings.admit("full", at: 6_401) == nil)
+    }
+
     @Test func theSuffixSaysWhatWasHeldBack() {
         let warnings = RepeatedWarnings(window: 60, burst: 1)
         #expect(warnings.suffix("k", at: 0) == "")

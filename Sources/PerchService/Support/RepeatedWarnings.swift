@@ -31,7 +31,9 @@ public final class RepeatedWarnings: Sendable {
     /// and says how many of its kind were held back before it.
     public func admit(_ kind: String, at time: Double) -> Int? {
         kinds.withLock { kinds in
-            if var open = kinds[kind], time - open.openedAt < window {
+            // A clock set back (the service's is the wall clock) opens a new window rather than
+            // holding the kind back until the clock is past the old one again.
+            if var open = kinds[kind], time >= open.openedAt, time - open.openedAt < window {
                 defer { kinds[kind] = open }
                 guard open.logged < burst else {
                     open.heldBack += 1

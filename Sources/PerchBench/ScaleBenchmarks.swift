@@ -118,7 +118,7 @@ func benchmarkRouting() async throws {
     try await fill(
         service, count: 1_280, draft: { MessageDraft(to: .group("big"), text: "together \($0)") }, as: "owner")
     let together = Double(DispatchTime.now().uptimeNanoseconds - started) / 1_280
-    let outbox = try await service.notifications(for: "m1", limit: 1000).count
+    let outbox = try await service.notifications(for: "m1", limit: 1000).records.count
     report(
         "routing",
         [

@@ -80,11 +80,18 @@ extension PerchAPI {
             route("GET", "v3/notifications", name: "notifications") { api, request in
                 let after = Int64(request.query("after") ?? "0") ?? -1
                 guard after >= 0 else { throw ChatError.badRequest("after", "expected a sequence number") }
-                let records = try await api.service.notifications(
+                let page = try await api.service.notifications(
                     for: request.caller.uid, after: after,
                     limit: try request.queryInt("limit", default: 100, range: 1...1000)!)
-                let meta = records.last.map { #"{"next":{"after":\#($0.seq)}}"# } ?? "{}"
-                return .json(200, APIJSON.list(records.map(APIJSON.encode), meta: meta))
+                // After rows the retention removed, `missed` says which (as `perch.gap` on the
+                // streams), and `next` moves past them even when none of the caller's is left.
+                var meta: [String] = []
+                if let next = page.records.last?.seq ?? page.missed?.upperBound {
+                    meta.append(#""next":{"after":\#(next)}"#)
+                }
+                if let missed = page.missed { meta.append(#""missed":\#(PerchAPI.gapJSON(missed))"#) }
+                return .json(
+                    200, APIJSON.list(page.records.map(APIJSON.encode), meta: "{" + meta.joined(separator: ",") + "}"))
             },
         ]
     }

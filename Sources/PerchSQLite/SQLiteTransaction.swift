@@ -623,8 +623,9 @@ final class SQLiteTransaction: ChatWriteTransaction {
     }
     static func outboxInsert(rows: Int) -> String { outboxInserts[rows - 1] }
 
-    func notifications(for uid: String, after seq: Int64, limit: Int) throws -> [NotificationRecord] {
-        try db.query(
+    func notifications(for uid: String, after seq: Int64, limit: Int) throws -> NotificationPage {
+        let start = try logStart("outbox")
+        let records = try db.query(
             "SELECT seq, uid, message_id, reason, created_at FROM outbox WHERE uid = ? AND seq > ? ORDER BY seq LIMIT ?",
             [.text(uid), .int(seq), .int(Int64(limit))]
         ) { row in
@@ -632,6 +633,7 @@ final class SQLiteTransaction: ChatWriteTransaction {
                 seq: row.int(0), uid: row.text(1), messageId: row.int(2),
                 reason: NotificationReason(rawValue: row.text(3)) ?? .message, createdAt: row.int(4))
         }
+        return NotificationPage(records: records, missed: seq < start ? (seq + 1)...start : nil)
     }
 
     // MARK: Events
@@ -787,8 +789,11 @@ final class SQLiteTransaction: ChatWriteTransaction {
     // MARK: Retention
 
     /// The last event the retention pruned (0: none).
-    func eventLogStart() throws -> Int64 {
-        try db.scalar("SELECT pruned_through FROM log_starts WHERE log = 'events'") ?? 0
+    func eventLogStart() throws -> Int64 { try logStart("events") }
+
+    /// The last sequence the retention pruned from `log`, `events` or `outbox` (0: none).
+    private func logStart(_ log: String) throws -> Int64 {
+        try db.scalar("SELECT pruned_through FROM log_starts WHERE log = ?", [.text(log)]) ?? 0
     }
 
     func logMark(atOrBefore time: Int64) throws -> LogMark? {
@@ -815,7 +820,7 @@ final class SQLiteTransaction: ChatWriteTransaction {
     /// Deletes the rows of `log` (`events` or `outbox`) after its last pruned sequence, up to
     /// `through` and at most `limit`, keeping the newest; records how far it got.
     private func prune(_ log: String, through: Int64, limit: Int) throws -> Int {
-        let start = try db.scalar("SELECT pruned_through FROM log_starts WHERE log = ?", [.text(log)]) ?? 0
+        let start = try logStart(log)
         let newest = try db.scalar("SELECT coalesce(max(seq), 0) FROM \(log)") ?? 0
         let end = min(through, newest - 1, start + Int64(limit))
         guard end > start else { return 0 }

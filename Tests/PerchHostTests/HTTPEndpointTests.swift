@@ -186,6 +186,18 @@ import Testing
             #expect(outbox.list.map { $0["reason"] as? String } == ["mention"])
             #expect(outbox.list.first?["messageId"] as? Int == mention.data["id"] as? Int)
             #expect(try await http.call("GET", "/v3/notifications?after=x", as: .user("carol")).status == 400)
+            // After the retention removed rows the caller had not read, `meta.missed` names them and
+            // `next` moves past them; a read after them is not told again.
+            _ = try await http.chat.service.pruneEventLog(olderThan: 0)
+            let pruned = try await http.call("GET", "/v3/notifications", as: .user("carol"))
+            let meta = pruned.json["meta"] as? [String: Any]
+            let missed = meta?["missed"] as? [String: Any]
+            let through = missed?["through"] as? Int ?? 0
+            #expect(missed?["from"] as? Int == 1 && through >= 2)
+            let next = (meta?["next"] as? [String: Any])?["after"] as? Int
+            #expect(next == pruned.list.last?["seq"] as? Int ?? through)
+            let after = try await http.call("GET", "/v3/notifications?after=\(through)", as: .user("carol"))
+            #expect(after.status == 200 && (after.json["meta"] as? [String: Any])?["missed"] == nil)
             #expect(try await http.call("GET", "/v3/features", as: .user("carol")).data["pin"] as? Bool == true)
             #expect(
                 try await http.call("POST", "/v3/hooks/deploy", json: #"{"version": "2.0"}"#).data["rules"] as? Int == 1

@@ -42,7 +42,7 @@ import Testing
         #expect(sent.id == 42)
         let events = try await service.events(for: "ben", after: 7).events
         #expect(events.map(\.seq) == [8])
-        #expect(try await service.notifications(for: "ben").map(\.seq) == [3, 4])
+        #expect(try await service.notifications(for: "ben").records.map(\.seq) == [3, 4])
         let tables = try await store.read { tx in
             try (tx as! SQLiteTransaction).db.query(
                 "SELECT sql FROM sqlite_master WHERE name IN ('messages', 'events', 'outbox')"

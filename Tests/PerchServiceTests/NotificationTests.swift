@@ -4,7 +4,9 @@ import Testing
 
 @Suite struct NotificationServiceTests {
     func reasons(_ chat: ChatFixture, _ uid: String, after seq: Int64 = 0) async throws -> [String] {
-        try await chat.service.notifications(for: uid, after: seq).map { "\($0.messageId):\($0.reason.rawValue)" }
+        try await chat.service.notifications(for: uid, after: seq).records.map {
+            "\($0.messageId):\($0.reason.rawValue)"
+        }
     }
 
     @Test func preferencesDefaultFromSettingsAndUpdate() async throws {
@@ -63,7 +65,7 @@ import Testing
             }
             let root = try await chat.say("root", as: "alice")
             let first = try await chat.say("first", as: "carol", parent: root.id)
-            let before = try await chat.service.notifications(for: "carol").last?.seq ?? 0
+            let before = try await chat.service.notifications(for: "carol").records.last?.seq ?? 0
             let both = try await chat.say("both", as: "bob", parent: root.id, quote: first.id)
             #expect(try await reasons(chat, "carol", after: before) == ["\(both.id):quote_on_own_message"])
             #expect(try await reasons(chat, "alice") == [])
@@ -82,7 +84,7 @@ import Testing
             #expect(try await reasons(chat, "bob") == ["\(r2.id):subscribed_thread"])
             _ = r1
             _ = try await chat.service.unsubscribeFromThread(root.id, as: "bob")
-            let mark = try await chat.service.notifications(for: "bob").last?.seq ?? 0
+            let mark = try await chat.service.notifications(for: "bob").records.last?.seq ?? 0
             _ = try await chat.say("r3", as: "carol", parent: root.id)
             _ = try await chat.say("r4", as: "dave", parent: root.id)
             #expect(try await reasons(chat, "bob", after: mark) == [])
@@ -117,20 +119,21 @@ import Testing
             var quiet = try await chat.service.notificationPreferences(of: "m064")
             quiet.group.messages = .subscribeToMentions
             _ = try await chat.service.updateNotificationPreferences(quiet, of: "m064")
-            let before = try await chat.service.notifications(for: "m000").count
+            let before = try await chat.service.notifications(for: "m000").records.count
             let message = try await chat.say("hello <@uid:m064>", as: "alice")
             var seqs: [Int64] = []
             for uid in uids {
-                let rows = try await chat.service.notifications(for: uid).filter { $0.messageId == message.id }
+                let rows = try await chat.service.notifications(for: uid).records.filter { $0.messageId == message.id }
                 #expect(rows.count == 1, "\(uid)")
                 #expect(rows.first?.reason == (uid == "m064" ? .mention : .message), "\(uid)")
                 seqs += rows.map(\.seq)
             }
             #expect(seqs == seqs.sorted())
             #expect(Set(seqs).count == uids.count)
-            #expect(try await chat.service.notifications(for: "m000").count == before + 1)
+            #expect(try await chat.service.notifications(for: "m000").records.count == before + 1)
             // The sender gets none.
-            #expect(try await chat.service.notifications(for: "alice").allSatisfy { $0.messageId != message.id })
+            #expect(
+                try await chat.service.notifications(for: "alice").records.allSatisfy { $0.messageId != message.id })
         }
     }
 }

@@ -9,7 +9,7 @@ import Testing
 /// rolled-back one.
 @Suite struct ReferenceCacheTests {
     private func messageIds(_ chat: ChatFixture, for uid: String) async throws -> [Int64] {
-        try await chat.service.notifications(for: uid).map(\.messageId)
+        try await chat.service.notifications(for: uid).records.map(\.messageId)
     }
 
     @Test func anotherConnectionsChangesHoldAtTheNextSend() async throws {

@@ -23,9 +23,10 @@ extension ChatService {
         }
     }
 
-    /// The user's notification outbox after `seq`, oldest first.
+    /// The user's notification outbox after `seq`, oldest first, and what the retention removed
+    /// after `seq` before this read (``NotificationPage/missed``).
     public func notifications(for uid: String, after seq: Int64 = 0, limit: Int = 100) async throws(ChatError)
-        -> [NotificationRecord]
+        -> NotificationPage
     {
         guard (1...1000).contains(limit) else { throw .badRequest("limit", "must be 1–1000") }
         return try await reading { tx in

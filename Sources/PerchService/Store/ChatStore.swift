@@ -98,7 +98,9 @@ public protocol ChatReadTransaction {
     /// The newest live reply of a thread.
     func lastReply(of parentId: Int64) throws -> Message?
     func preferences(of uids: [String]) throws -> [String: NotificationPreferences]
-    func notifications(for uid: String, after seq: Int64, limit: Int) throws -> [NotificationRecord]
+    /// The user's outbox rows after `seq`, oldest first, and the rows after `seq` the retention
+    /// removed before the reader came (``NotificationPage/missed``).
+    func notifications(for uid: String, after seq: Int64, limit: Int) throws -> NotificationPage
     /// The events `uid` may see after `seq`, oldest first, leaving out those excluded for `session`.
     func events(for uid: String, session: String?, after seq: Int64, limit: Int) throws -> EventPage
     func cursor(consumer: String) throws -> Int64?
@@ -276,6 +278,19 @@ public struct NotificationRecord: Sendable, Hashable, Codable {
         self.messageId = messageId
         self.reason = reason
         self.createdAt = createdAt
+    }
+}
+
+/// A page of a user's notification outbox.
+public struct NotificationPage: Sendable {
+    public var records: [NotificationRecord]
+    /// The outbox sequences after the reader's that the retention removed before it read them
+    /// (some may have been the reader's): the page starts after them. Nil when none were.
+    public var missed: ClosedRange<Int64>?
+
+    public init(records: [NotificationRecord], missed: ClosedRange<Int64>? = nil) {
+        self.records = records
+        self.missed = missed
     }
 }
 

@@ -109,14 +109,13 @@ enum ClientCommands {
     }
 
     static func run(_ command: String, _ arguments: [String]) async -> Int32 {
-        do {
-            let parsed = try ParsedArguments(
+        var exitCode: Int32 = 0
+        guard
+            let parsed = ParsedArguments.forCommand(
                 arguments, valued: ["config", "as", "group", "to", "thread", "quote", "url", "limit", "wait"],
-                positional: command == "send" ? 1 : 0)
-            if parsed.wantsHelp {
-                print(Perch.usage)
-                return 0
-            }
+                positional: command == "send" ? 1 : 0, exitCode: &exitCode)
+        else { return exitCode }
+        do {
             let api = try client(parsed)
             switch command {
             case "send":

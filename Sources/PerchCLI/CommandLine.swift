@@ -1,3 +1,5 @@
+import Foundation
+
 /// The parsed words of a command line: a subcommand, `--option value` options and arguments.
 public struct ParsedArguments: Sendable {
     public var command: String?
@@ -48,6 +50,27 @@ public struct ParsedArguments: Sendable {
             let hint = allowed == 1 ? " (quote a text with spaces: \"hello there\")" : ""
             throw UsageError("unexpected argument '\(positional[allowed])'\(hint)")
         }
+    }
+}
+
+extension ParsedArguments {
+    /// A command's words parsed, or nil once they were answered: `--help` prints the usage (exit
+    /// 0), a mistake is printed with it (exit 64). What every entry point of `perch` does first.
+    static func forCommand(
+        _ arguments: [String], valued: Set<String>, positional: Int = 0, exitCode: inout Int32,
+        print write: (String) -> Void = { print($0) },
+        printError: (String) -> Void = { FileHandle.standardError.write(Data(($0 + "\n").utf8)) }
+    ) -> ParsedArguments? {
+        do {
+            let parsed = try ParsedArguments(arguments, valued: valued, positional: positional)
+            guard parsed.wantsHelp else { return parsed }
+            write(Perch.usage)
+            exitCode = 0
+        } catch {
+            printError("perch: \(error)\n\n\(Perch.usage)")
+            exitCode = 64
+        }
+        return nil
     }
 }
 

@@ -35,21 +35,14 @@ public enum Perch {
         {
             return await ClientCommands.run("send", arguments)
         }
-        do {
-            let parsed = try ParsedArguments(
+        var exitCode: Int32 = 0
+        guard
+            let parsed = ParsedArguments.forCommand(
                 arguments.filter { $0 != "--local" },
-                valued: ["config", "as", "group", "to", "thread", "quote", "wait"], positional: 1)
-            if parsed.wantsHelp {
-                print(usage)
-                return 0
-            }
-            return await SendCommand.run(
-                parsed, print: { print($0) },
-                printError: { FileHandle.standardError.write(Data(($0 + "\n").utf8)) })
-        } catch {
-            FileHandle.standardError.write(Data("perch: \(error)\n\n\(usage)".utf8))
-            return 64
-        }
+                valued: ["config", "as", "group", "to", "thread", "quote", "wait"], positional: 1, exitCode: &exitCode)
+        else { return exitCode }
+        return await SendCommand.run(
+            parsed, print: { print($0) }, printError: { FileHandle.standardError.write(Data(($0 + "\n").utf8)) })
     }
 
     /// The Swift plugins this build registers, by name.
@@ -59,17 +52,11 @@ public enum Perch {
         _ arguments: [String], print write: @escaping (String) -> Void = { print($0) },
         printError: @escaping (String) -> Void = { FileHandle.standardError.write(Data(($0 + "\n").utf8)) }
     ) -> Int32 {
-        let parsed: ParsedArguments
-        do {
-            parsed = try ParsedArguments(arguments, valued: ["config", "format"])
-        } catch {
-            printError("perch: \(error)\n\n\(usage)")
-            return 64
-        }
-        if parsed.wantsHelp {
-            write(usage)
-            return 0
-        }
+        var exitCode: Int32 = 0
+        guard
+            let parsed = ParsedArguments.forCommand(
+                arguments, valued: ["config", "format"], exitCode: &exitCode, print: write, printError: printError)
+        else { return exitCode }
         let configPath = parsed.options["config"] ?? "config.yaml"
         let loader = ConfigurationLoader(swiftPlugins: builtInPlugins)
         switch parsed.command {

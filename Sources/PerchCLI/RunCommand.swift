@@ -10,20 +10,13 @@ import PerchLock
 /// under `bots/` or to config.yaml, reloads.
 public enum RunCommand {
     public static func run(_ arguments: [String]) async -> Int32 {
-        let parsed: ParsedArguments
-        do {
-            // dry-run takes the message's text.
-            parsed = try ParsedArguments(
+        var exitCode: Int32 = 0
+        guard
+            let parsed = ParsedArguments.forCommand(
+                // dry-run takes the message's text.
                 arguments, valued: ["config", "log-format", "as", "group", "to", "thread"],
-                positional: arguments.first == "dry-run" ? 1 : 0)
-        } catch {
-            FileHandle.standardError.write(Data("perch: \(error)\n\n\(Perch.usage)".utf8))
-            return 64
-        }
-        if parsed.wantsHelp {
-            print(Perch.usage)
-            return 0
-        }
+                positional: arguments.first == "dry-run" ? 1 : 0, exitCode: &exitCode)
+        else { return exitCode }
         let format = HostLogger.Format(rawValue: parsed.options["log-format"] ?? "text")
         guard let format else {
             FileHandle.standardError.write(Data("perch: --log-format is text or json\n".utf8))

@@ -186,6 +186,11 @@ import Testing
         // `run --help` prints the usage and starts nothing (no configuration is read).
         #expect(await RunCommand.run(["run", "--help", "--config", "/nonexistent/config.yaml"]) == 0)
         #expect(await RunCommand.run(["run", "extra"]) == 64)
+        // The same for the commands over the API and send into the local database.
+        #expect(await Perch.client("pins", ["pins", "--bogus"]) == 64)
+        #expect(await Perch.client("tail", ["tail", "--help"]) == 0)
+        #expect(await Perch.send(["send", "--local", "--help"]) == 0)
+        #expect(await Perch.send(["send", "--local", "--as", "a", "one", "two"]) == 64)
         // send and dry-run take one text.
         #expect(throws: UsageError.self) {
             try ParsedArguments(["send", "--as", "a", "hello", "there"], valued: ["as"], positional: 1)

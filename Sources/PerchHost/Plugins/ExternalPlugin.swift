@@ -178,7 +178,11 @@ final class ExternalPlugin: BotPlugin, @unchecked Sendable {
                 if self.fail(id, PluginFailure(description: "timed out after \(timeout)")) {
                     self.metrics?.increment("perch_plugin_timeouts_total", ["plugin": self.pluginName])
                     self.logger?.warning("plugin \(self.pluginName) timed out; restarting it")
-                    self.stop()
+                    // A restart, as after a crash: a hung child, or a crashed one whose exit has not
+                    // been reported yet (its report then finds the child already replaced).
+                    if self.stop() {
+                        self.metrics?.increment("perch_plugin_restarts_total", ["plugin": self.pluginName])
+                    }
                 }
             }
         }
@@ -358,8 +362,9 @@ final class ExternalPlugin: BotPlugin, @unchecked Sendable {
 
     /// Stops the child (host shutdown, or a hung child): SIGTERM, then SIGKILL after 0.5 s. The
     /// child is forgotten at once, so the next request starts a fresh one (after the backoff)
-    /// instead of writing into the dying one.
-    func stop() {
+    /// instead of writing into the dying one. Returns whether there was a child to stop.
+    @discardableResult
+    func stop() -> Bool {
         let (process, orphans) = state.withLock { state -> (Process?, [CheckedContinuation<JSONValue, any Error>]) in
             guard let process = state.process else { return (nil, []) }
             let (orphans, _) = state.forget()
@@ -368,13 +373,15 @@ final class ExternalPlugin: BotPlugin, @unchecked Sendable {
         for continuation in orphans {
             continuation.resume(throwing: PluginFailure(description: "the plugin was stopped"))
         }
-        guard let process, process.isRunning else { return }
+        guard let process else { return false }
+        guard process.isRunning else { return true }
         process.terminate()
         let pid = process.processIdentifier
         Task.detached {
             try? await Task.sleep(for: .milliseconds(500))
             if process.isRunning { kill(pid, SIGKILL) }
         }
+        return true
     }
 
     // MARK: JSON

@@ -224,7 +224,13 @@ final class WebSocketConnection: UpgradedConnection, @unchecked Sendable {
             // Checked at every wait, not only when a wait times out: a socket the server keeps
             // sending events to never sits out a heartbeat, and its client may be long gone.
             var now = DispatchTime.now().uptimeNanoseconds
-            if !closing, now >= heartbeatDue {
+            if now >= heartbeatDue {
+                // Our close frame waits for a client that has taken nothing for a heartbeat: given
+                // up, as a ping would be (a closing socket sends no ping).
+                if closing {
+                    gone = true
+                    return
+                }
                 heartbeat()
                 if gone { return }
             }

@@ -634,6 +634,45 @@ func closeCode(_ client: WebSocketTestClient) -> String {
         }
     }
 
+    /// A session whose events are more than the socket takes at once.
+    final class FloodingSession: WebSocketSession, @unchecked Sendable {
+        var greeting: [UInt8] { Array(#"{"type":"session","session":"test"}"#.utf8) }
+        func pipelines(_ request: HTTPRequest) -> Bool { false }
+        func respond(to request: HTTPRequest, pipelining: Pipelining?) async -> HTTPResponse { .text(200, "") }
+        func followEvents(on executor: ThreadExecutor, deliver: @escaping @Sendable ([UInt8]) -> Void)
+            -> @Sendable () -> Void
+        {
+            let event = Array(#"{"type":"event","data":"\#(String(repeating: "x", count: 60_000))"}"#.utf8)
+            for _ in 0..<100 { deliver(event) }
+            return {}
+        }
+    }
+
+    /// A client that breaks the protocol and reads nothing more: the server's close frame waits
+    /// behind what the client left unread, and the socket is given up after a heartbeat (it was
+    /// polled without sleeping, forever, once the heartbeat was due).
+    @Test func aClosingSocketWhoseClientReadsNothingIsGivenUpAfterAHeartbeat() async throws {
+        var pair: [Int32] = [0, 0]
+        #expect(socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0, &pair) == 0)
+        let connection = WebSocketConnection(
+            session: FloodingSession(), maximumMessage: 1 << 20, heartbeat: .seconds(1))
+        let (server, peer) = (pair[0], pair[1])
+        let finished = DispatchSemaphore(value: 0)
+        Thread.detachNewThread {
+            connection.run(socket: server, extra: [])
+            finished.signal()
+        }
+        let client = WebSocketTestClient(connected: peer)
+        client.send(.binary, [1, 2])
+        let ended = await onThread { finished.wait(timeout: .now() + 10) == .success }
+        if !ended {
+            connection.finish()
+            finished.wait()
+        }
+        #expect(ended)
+        withExtendedLifetime(client) {}
+    }
+
     @Test func sendsStartWhileThoseBeforeWaitAndTheirAnswersGoOutInOrder() async throws {
         let session = GatedSession()
         var pair: [Int32] = [0, 0]

@@ -223,7 +223,7 @@ final class WebSocketConnection: UpgradedConnection, @unchecked Sendable {
         mutating func wait(holdingJobs: Bool) {
             // Checked at every wait, not only when a wait times out: a socket the server keeps
             // sending events to never sits out a heartbeat, and its client may be long gone.
-            var now = DispatchTime.now().uptimeNanoseconds
+            let now = DispatchTime.now().uptimeNanoseconds
             if now >= heartbeatDue {
                 // Our close frame waits for a client that has taken nothing for a heartbeat: given
                 // up, as a ping would be (a closing socket sends no ping).
@@ -231,7 +231,7 @@ final class WebSocketConnection: UpgradedConnection, @unchecked Sendable {
                     gone = true
                     return
                 }
-                heartbeat()
+                heartbeat(at: now)
                 if gone { return }
             }
             guard connection.executor.prepareToSleep(holdingJobs: holdingJobs) else { return }
@@ -248,9 +248,8 @@ final class WebSocketConnection: UpgradedConnection, @unchecked Sendable {
                     fd: socket, events: Int16(reading ? POLLIN : 0) | Int16(pending ? POLLOUT : 0), revents: 0),
                 pollfd(fd: connection.executor.wakeDescriptor!, events: Int16(POLLIN), revents: 0),
             ]
-            now = DispatchTime.now().uptimeNanoseconds
-            let milliseconds =
-                stopping ? 100 : heartbeatDue <= now ? 0 : Int32(clamping: (heartbeatDue - now) / 1_000_000 + 1)
+            // The heartbeat is ahead of `now` here (checked above).
+            let milliseconds = stopping ? 100 : Int32(clamping: (heartbeatDue - now) / 1_000_000 + 1)
             // Looks for a moment before it sleeps (`SpinWait`): the client's next request often
             // comes within it, and a sleeping thread's CPU is slow to wake.
             var ready: Int32 = 0
@@ -273,12 +272,12 @@ final class WebSocketConnection: UpgradedConnection, @unchecked Sendable {
         var heartbeatDue: UInt64 { (pingedAt ?? lastHeard) &+ connection.heartbeatNanoseconds }
 
         /// A quiet socket gets a ping; one that stayed quiet through the ping is closed.
-        mutating func heartbeat() {
+        mutating func heartbeat(at now: UInt64) {
             if pingedAt != nil {
                 gone = true
                 return
             }
-            pingedAt = DispatchTime.now().uptimeNanoseconds
+            pingedAt = now
             var frame: [UInt8] = []
             WebSocket.append(.ping, [UInt8](), to: &frame)
             connection.send(frame)

@@ -660,7 +660,7 @@ final class SQLiteTransaction: ChatWriteTransaction {
     func events(for uid: String, session: String?, after requested: Int64, limit: Int) throws -> EventPage {
         // Events the retention pruned are skipped, and the reader told (their audience rows may
         // outlive them a while: they are never read).
-        let start = try eventLogStart()
+        let start = try logStart("events")
         let seq = max(requested, start)
         var page = EventPage(events: [], scannedThrough: seq, missed: requested < start ? (requested + 1)...start : nil)
         let rows = try db.query(
@@ -788,9 +788,6 @@ final class SQLiteTransaction: ChatWriteTransaction {
 
     // MARK: Retention
 
-    /// The last event the retention pruned (0: none).
-    func eventLogStart() throws -> Int64 { try logStart("events") }
-
     /// The last sequence the retention pruned from `log`, `events` or `outbox` (0: none).
     private func logStart(_ log: String) throws -> Int64 {
         try db.scalar("SELECT pruned_through FROM log_starts WHERE log = ?", [.text(log)]) ?? 0
@@ -835,7 +832,7 @@ final class SQLiteTransaction: ChatWriteTransaction {
     }
 
     func pruneEventAudiences(after uid: String, limit: Int) throws -> String? {
-        let events = try eventLogStart()
+        let events = try logStart("events")
         var last = uid
         for _ in 0..<limit {
             guard

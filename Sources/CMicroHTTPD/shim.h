@@ -31,6 +31,12 @@ static inline uint16_t perch_mhd_port(struct MHD_Daemon *daemon) {
     return info == NULL ? 0 : info->port;
 }
 
+/// The socket of a connection, or -1 when libmicrohttpd does not tell.
+static inline int perch_mhd_connection_socket(struct MHD_Connection *connection) {
+    const union MHD_ConnectionInfo *info = MHD_get_connection_info(connection, MHD_CONNECTION_INFO_CONNECTION_FD);
+    return info == NULL ? -1 : info->connect_fd;
+}
+
 static inline ssize_t perch_mhd_end_of_stream(void) { return MHD_CONTENT_READER_END_OF_STREAM; }
 static inline uint64_t perch_mhd_size_unknown(void) { return MHD_SIZE_UNKNOWN; }
 

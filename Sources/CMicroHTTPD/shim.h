@@ -7,9 +7,11 @@
 
 /// MHD_start_daemon is variadic; this starts a thread-per-connection daemon bound to `host`
 /// (an IPv4 literal) and `port` (0 picks a free one), with a completion callback; a handler may
-/// answer 101 and take the connection's socket over (a WebSocket).
+/// answer 101 and take the connection's socket over (a WebSocket). libmicrohttpd's own error
+/// messages go to `logger` (with `context`), not to standard error.
 static inline struct MHD_Daemon *perch_mhd_start(const char *host, uint16_t port, MHD_AccessHandlerCallback handler,
-    void *context, MHD_RequestCompletedCallback completed, unsigned int connectionLimit, unsigned int timeoutSeconds) {
+    void *context, MHD_RequestCompletedCallback completed, unsigned int connectionLimit, unsigned int timeoutSeconds,
+    MHD_LogCallback logger) {
     struct sockaddr_in address;
     memset(&address, 0, sizeof(address));
     address.sin_family = AF_INET;
@@ -17,7 +19,9 @@ static inline struct MHD_Daemon *perch_mhd_start(const char *host, uint16_t port
     if (inet_pton(AF_INET, host, &address.sin_addr) != 1) return NULL;
     unsigned int flags = MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_POLL
         | MHD_USE_ERROR_LOG | MHD_ALLOW_UPGRADE;
+    // The logger first: libmicrohttpd prints what comes before it on standard error.
     return MHD_start_daemon(flags, port, NULL, NULL, handler, context,
+        MHD_OPTION_EXTERNAL_LOGGER, logger, context,
         MHD_OPTION_NOTIFY_COMPLETED, completed, context,
         MHD_OPTION_SOCK_ADDR, (struct sockaddr *) &address,
         MHD_OPTION_CONNECTION_LIMIT, connectionLimit,

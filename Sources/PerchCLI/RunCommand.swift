@@ -5,6 +5,7 @@ import PerchConfig
 import PerchHTTP
 import PerchHost
 import PerchLock
+import PerchService
 
 /// `perch run`: starts the host and keeps it running until SIGTERM or SIGINT; SIGHUP, or a change
 /// under `bots/` or to config.yaml, reloads.
@@ -80,12 +81,20 @@ public enum RunCommand {
             {
                 logger.warning(shortfall)
             }
+            let serverMessages = RepeatedWarnings()
             do {
                 server = try HTTPServer(
                     host: address.host, port: address.port,
                     maximumBodyBytes: max(config.server.maxBodyBytes, config.server.maxUploadBytes),
                     heartbeat: .seconds(config.server.heartbeatSeconds), maximumStreams: config.server.maxStreams,
                     idleTimeout: .seconds(config.server.idleTimeoutSeconds),
+                    log: { message in
+                        // A flood (connections past the limit, each refused) is a line a minute.
+                        guard let suffix = serverMessages.suffix(message, at: Date().timeIntervalSince1970) else {
+                            return
+                        }
+                        logger.warning(message + suffix, ["source": "libmicrohttpd"])
+                    },
                     handler: { request in await api.respond(to: request) })
                 logger.info("http listening", ["address": "\(address.host):\(server!.port)"])
             } catch {

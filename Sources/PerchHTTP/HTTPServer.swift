@@ -112,22 +112,26 @@ public final class HTTPServer: Sendable {
     /// for `idleTimeout` (a keep-alive connection between requests, or a client stalled in the
     /// middle of one) is closed, so idle clients do not hold the connections and their threads;
     /// a stream is never idle (it sends at least a heartbeat), and a WebSocket is the socket's own.
+    /// libmicrohttpd's own messages (a write to a connection that failed, a connection refused at
+    /// the limit) go to `log`, one line each, so that they reach the host's log in its format.
     /// - Throws: ``HTTPServerError`` when the address cannot be bound.
     public init(
         host: String, port: UInt16, maximumBodyBytes: Int, heartbeat: Duration = .seconds(15),
-        maximumStreams: Int = 1_000, idleTimeout: Duration = .seconds(60), handler: @escaping Handler
+        maximumStreams: Int = 1_000, idleTimeout: Duration = .seconds(60),
+        log: @escaping @Sendable (String) -> Void = { FileHandle.standardError.write(Data(($0 + "\n").utf8)) },
+        handler: @escaping Handler
     ) throws {
         self.handler = handler
         self.maximumBodyBytes = maximumBodyBytes
         self.heartbeat = heartbeat
         self.maximumStreams = max(1, maximumStreams)
-        let box = ServerContext()
+        let box = ServerContext(log: log)
         // The daemon holds an unretained pointer; `context` keeps the box alive as long as the server.
         guard
             let started = perch_mhd_start(
                 host, port, accessHandler, Unmanaged.passUnretained(box).toOpaque(), completedHandler,
                 UInt32(clamping: self.maximumStreams + Self.requestReserve),
-                UInt32(clamping: max(1, idleTimeout.components.seconds)))
+                UInt32(clamping: max(1, idleTimeout.components.seconds)), serverLog)
         else {
             throw HTTPServerError(description: "cannot listen on \(host):\(port)")
         }
@@ -201,11 +205,15 @@ public struct HTTPServerError: Error, CustomStringConvertible {
 /// What the C callbacks reach through their context pointer.
 final class ServerContext: Sendable {
     let server = Lock<WeakServer?>(nil)
+    /// Where libmicrohttpd's messages go.
+    let log: @Sendable (String) -> Void
     /// The streams being sent and the upgraded connections; nil once the server stops (a stream
     /// that starts then ends at once).
     private let streams = Lock<[ObjectIdentifier: any FinishableConnection]?>([:])
     /// Upgraded connections whose loops still run, even after ``stopStreams()``.
     private let upgrades = Lock(0)
+
+    init(log: @escaping @Sendable (String) -> Void) { self.log = log }
 
     var hasOpenUpgrades: Bool { upgrades.withLock { $0 > 0 } }
 
@@ -285,6 +293,17 @@ private func collect(_ connection: OpaquePointer?, _ kind: MHD_ValueKind, lowerc
             return .YES
         }, pointer)
     return box.values
+}
+
+/// libmicrohttpd's messages (a format and its arguments), as one line each to the server's `log`.
+let serverLog: MHD_LogCallback = { context, format, arguments in
+    guard let context, let format, let arguments else { return }
+    var buffer = [CChar](repeating: 0, count: 512)
+    _ = vsnprintf(&buffer, buffer.count, format, arguments)
+    let message = String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        .trimmingCharacters(in: .whitespacesAndNewlines)
+    guard !message.isEmpty else { return }
+    Unmanaged<ServerContext>.fromOpaque(context).takeUnretainedValue().log(message)
 }
 
 let accessHandler: MHD_AccessHandlerCallback = {

@@ -98,6 +98,24 @@ let repositoryRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
                 $0.sender == "follow" && $0.parentMessageId == other.id
             }
             #expect(answer.text == "Subscribed. You'll be notified about new replies in this thread.")
+
+            // A reply's id follows the thread it is in (a reply has no thread of its own).
+            let reply = try await chat.post("a reply", as: "alice", to: .group("general"), thread: quiet.id)
+            _ = try await chat.post("!follow \(reply.id)", as: "dave", to: .group("general"))
+            _ = try await chat.waitFor("dave following the reply's thread") {
+                try await chat.service.message(quiet.id, as: "dave").threadSubscribed ? true : nil
+            }
+        }
+    }
+
+    @Test func followOfAMessageThatIsNotThereAnswersUnavailable() async throws {
+        try await withShippedHost { chat in
+            let gone = try await chat.post("soon deleted", as: "carol", to: .group("general"))
+            _ = try await chat.service.delete(gone.id, as: "carol")
+            _ = try await chat.post("!follow \(gone.id)", as: "carol", to: .group("general"))
+            let answer = try await chat.waitForMessage(in: .group("general")) { $0.sender == "follow" }
+            // Trying again would not help: not "Couldn't update. Please try again."
+            #expect(answer.text == "You no longer have access to this thread.")
         }
     }
 

@@ -3,11 +3,13 @@ import PerchChat
 /// `!follow` / `!unfollow`: subscribe or unsubscribe the sender to a thread and answer with seed
 /// 001's copy.
 ///
-/// The thread is, in order: the message id given as argument (`!follow 42`); the message quoted by
+/// The thread is, in order: the message id given as argument (`!follow 42`; a reply's id, the thread
+/// it is in); the message quoted by
 /// the command (a quote reply to a top-level message follows that message's thread, replies or
 /// not); the thread the command was sent in. Success answers `THREAD_SUBSCRIBED_TOAST` or
 /// `THREAD_UNSUBSCRIBED_TOAST` (which says notifications come back on reply or mention);
-/// `ERR_MESSAGE_NO_ACCESS` answers `THREAD_UNAVAILABLE`; any other failure
+/// `ERR_MESSAGE_NO_ACCESS`, and `ERR_MESSAGE_ID_NOT_FOUND` (the thread's message is gone or never
+/// was: trying again would not help), answer `THREAD_UNAVAILABLE`; any other failure
 /// `THREAD_SUBSCRIPTION_FAILED`. With `ui.threadSubscription.enabled: false` or the bot's
 /// `thread_subscription: false` it answers nothing and makes no call.
 ///
@@ -69,7 +71,15 @@ public struct ThreadFollowPlugin: BotPlugin {
 
     /// The thread a command points at, or nil when it points at none.
     static func target(of message: Message, arguments: String, context: BotContext) async throws -> Int64? {
-        if let id = Int64(arguments.split(separator: " ").first ?? ""), id > 0 { return id }
+        if let id = Int64(arguments.split(separator: " ").first ?? ""), id > 0 {
+            // A reply's id means the thread it is in, as a quoted reply does: a reply has no thread
+            // of its own. Read as the sender, whose subscription it is (a message they cannot see
+            // is left to the subscription's own refusal).
+            if let named = try? await context.service.message(id, as: message.sender), named.isReply {
+                return named.parentMessageId
+            }
+            return id
+        }
         if message.isQuoteReply {
             if let quoted = message.quotedMessage {
                 return quoted.parentMessageId != 0 ? quoted.parentMessageId : quoted.id

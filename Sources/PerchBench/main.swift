@@ -15,6 +15,7 @@ let scenarios: [String: () async throws -> Void] = [
     "bots": benchmarkBots,
     "wakes": benchmarkWakes,
     "retention": benchmarkRetention,
+    "open": benchmarkOpen,
 ]
 let requested = CommandLine.arguments.dropFirst().first
 guard requested == nil || scenarios[requested!] != nil else {

@@ -120,6 +120,31 @@ import Testing
         #expect(try Data(contentsOf: URL(fileURLWithPath: garbage)) == bytes)
     }
 
+    /// A Perch database with one damaged page in the middle (a disk error, a bad copy): refused at
+    /// open, read ahead or not, and not written to.
+    @Test func refusesAPerchDatabaseWithADamagedPage() async throws {
+        let path = temporaryPath()
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        let store = try SQLiteChatStore(path: path)
+        let service = ChatService(store: store)
+        _ = try await service.createUser(uid: "a", name: "A")
+        _ = try await service.createGroup(guid: "g", name: "G", owner: "a")
+        for index in 0..<400 { _ = try await service.send(MessageDraft(to: .group("g"), text: "m \(index)"), as: "a") }
+        await store.close()
+        _ = try runSQLite(path, "PRAGMA wal_checkpoint(TRUNCATE)")
+        var bytes = try Data(contentsOf: URL(fileURLWithPath: path))
+        // The middle page's b-tree header becomes an invalid page type.
+        let page = bytes.count / 2 / 2048 * 2048
+        bytes.replaceSubrange(page..<page + 16, with: [UInt8](repeating: 0xFF, count: 16))
+        try bytes.write(to: URL(fileURLWithPath: path))
+        for readAhead in [true, false] {
+            #expect {
+                _ = try SQLiteChatStore(path: path, readAhead: readAhead)
+            } throws: { "\($0)".contains("is damaged") }
+        }
+        #expect(try Data(contentsOf: URL(fileURLWithPath: path)) == bytes)
+    }
+
     @Test func aFailedBodyLeavesNothingWhileItsBatchmatesCommit() async throws {
         try await withChat { chat in
             // Many concurrent sends, some invalid: the invalid ones roll back alone.

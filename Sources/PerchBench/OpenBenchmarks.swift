@@ -1,0 +1,57 @@
+import Foundation
+import PerchChat
+import PerchSQLite
+import PerchService
+
+/// Opening a large database whose pages are not in the kernel's page cache (a host starting after
+/// a reboot): the check at open, with and without reading the file ahead first. The cache is
+/// emptied for the file with `posix_fadvise(DONTNEED)`, which needs no privilege.
+func benchmarkOpen() async throws {
+    let count = Int(ProcessInfo.processInfo.environment["PERCH_BENCH_OPEN_MESSAGES"] ?? "") ?? 300_000
+    let chat = try BenchChat()
+    let service = chat.service
+    _ = try await service.createUser(uid: "a", name: "A")
+    _ = try await service.createUser(uid: "b", name: "B")
+    _ = try await service.createGroup(guid: "g", name: "G", owner: "a")
+    _ = try await service.addMembers(to: "g", [("b", .participant)], by: "a")
+    try await fill(service, count: count, draft: { MessageDraft(to: .group("g"), text: "message \($0)") }, as: "a")
+    await chat.store.close()
+    let path = chat.store.path
+    let bytes = (try FileManager.default.attributesOfItem(atPath: path)[.size] as? Int) ?? 0
+
+    func open(readAhead: Bool, cold: Bool) async throws -> Double {
+        if cold { evictFromPageCache(path) }
+        let started = DispatchTime.now().uptimeNanoseconds
+        let store = try SQLiteChatStore(path: path, readAhead: readAhead)
+        let seconds = Double(DispatchTime.now().uptimeNanoseconds - started) / 1e9
+        await store.close()
+        return seconds
+    }
+    // Alternating, twice each: the disk's speed varies from one minute to the next here.
+    var without: [Double] = []
+    var with: [Double] = []
+    for _ in 0..<2 {
+        without.append(try await open(readAhead: false, cold: true))
+        with.append(try await open(readAhead: true, cold: true))
+    }
+    let warm = try await open(readAhead: true, cold: false)
+    report(
+        "open",
+        [
+            "messages": count, "database_mib": (Double(bytes) / 1_048_576).rounded(),
+            "cold_open_s": with.min()!.rounded3, "cold_open_without_read_ahead_s": without.min()!.rounded3,
+            "warm_open_s": warm.rounded3, "ratio_without_over_with": (without.min()! / with.min()!).rounded3,
+        ])
+    try? FileManager.default.removeItem(atPath: chat.directory)
+}
+
+/// Drops the file's pages (and its log's) from the kernel's page cache, once they are on disk.
+func evictFromPageCache(_ path: String) {
+    for file in [path, path + "-wal"] {
+        let descriptor = Glibc.open(file, O_RDONLY | O_CLOEXEC)
+        guard descriptor >= 0 else { continue }
+        fdatasync(descriptor)
+        _ = posix_fadvise(descriptor, 0, 0, POSIX_FADV_DONTNEED)
+        Glibc.close(descriptor)
+    }
+}

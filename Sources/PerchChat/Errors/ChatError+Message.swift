@@ -3,7 +3,7 @@ extension ChatError {
     public var message: String {
         func param(_ key: String) -> String { params[key]?.description ?? "?" }
         switch code {
-        case .messageIdNotFound: return "Message \(param("messageId")) does not exist."
+        case .messageIdNotFound: return "Message \(param("messageId")) does not exist or was deleted."
         case .messageNoAccess: return "You do not have access to this message."
         case .messageActionNotAllowed:
             if let reason = params["reason"] { return "This action is not allowed on this message: \(reason)." }

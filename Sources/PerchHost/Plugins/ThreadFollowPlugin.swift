@@ -4,9 +4,8 @@ import PerchChat
 /// 001's copy.
 ///
 /// The thread is, in order: the message id given as argument (`!follow 42`; a reply's id, the thread
-/// it is in); the message quoted by
-/// the command (a quote reply to a top-level message follows that message's thread, replies or
-/// not); the thread the command was sent in. Success answers `THREAD_SUBSCRIBED_TOAST` or
+/// it is in); the message quoted by the command (a quote reply to a top-level message follows that
+/// message's thread, replies or not); the thread the command was sent in. Success answers `THREAD_SUBSCRIBED_TOAST` or
 /// `THREAD_UNSUBSCRIBED_TOAST` (which says notifications come back on reply or mention);
 /// `ERR_MESSAGE_NO_ACCESS`, and `ERR_MESSAGE_ID_NOT_FOUND` (the thread's message is gone or never
 /// was: trying again would not help), answer `THREAD_UNAVAILABLE`; any other failure

@@ -31,9 +31,24 @@ public enum SendCommand {
             printError("perch: no database at \(path): start the host first (make run)")
             return 1
         }
+        let store: SQLiteChatStore
         do {
-            let store = try SQLiteChatStore(path: path)
-            defer { Task { await store.close() } }
+            store = try SQLiteChatStore(path: path)
+        } catch {
+            printError("perch: \(error)")
+            return 1
+        }
+        // Closed before the process ends, so the file is left as a clean close leaves it.
+        let status = await post(text, as: uid, parsed, store: store, print: write, printError: printError)
+        await store.close()
+        return status
+    }
+
+    static func post(
+        _ text: String, as uid: String, _ parsed: ParsedArguments, store: SQLiteChatStore,
+        print write: (String) -> Void, printError: (String) -> Void
+    ) async -> Int32 {
+        do {
             let service = ChatService(store: store)
             let receiver: Receiver = parsed.options["group"].map(Receiver.group) ?? .user(parsed.options["to"]!)
             let draft = MessageDraft(

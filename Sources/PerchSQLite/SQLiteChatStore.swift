@@ -47,12 +47,17 @@ public final class SQLiteChatStore: ChatStore {
     /// `pollInterval`: how often waiting consumers look for other processes' commits (at least 1 ms).
     /// `readAhead`: read an existing file from start to end before its check (``readAhead(_:)``);
     /// off only to measure what it saves.
+    ///
+    /// The check is skipped when the file is exactly as a store of this process kind left it at a
+    /// clean close (``CleanClose``), as e2fsck skips a file system unmounted cleanly: after a
+    /// crash, a restore, a copy or any other change it runs.
     public init(
         path: String, synchronous: Synchronous = .normal, maximumBatch: Int = 512, checkpointFrames: Int32 = 2_000,
         pollInterval: Duration = .milliseconds(250), readAhead: Bool = true
     ) throws {
         self.path = path
-        if readAhead { Self.readAhead(path) }
+        let closedCleanly = CleanClose.take(path)
+        if readAhead, !closedCleanly { Self.readAhead(path) }
         // A zero or negative interval would make the timer fire without pause.
         self.pollInterval = max(pollInterval, .milliseconds(1))
         let connection: SQLiteConnection
@@ -64,9 +69,10 @@ public final class SQLiteChatStore: ChatStore {
         // Processes opening one file together (a host and `perch send --local`) may find it locked
         // for a moment in steps SQLite does not retry (its busy handler is skipped where waiting
         // could deadlock): try again briefly before calling the file unusable.
+        var checked = false
         for attempt in 1... {
             do {
-                try Self.prepare(connection, path: path, synchronous: synchronous)
+                checked = try Self.prepare(connection, path: path, synchronous: synchronous, check: !closedCleanly)
                 break
             } catch let error as SQLiteError
                 where attempt < 40 && [SQLITE_BUSY, SQLITE_LOCKED].contains(error.code & 0xff)
@@ -76,6 +82,7 @@ public final class SQLiteChatStore: ChatStore {
                 throw StoreOpenError.damaged(path: path, reason: error.message)
             }
         }
+        checkedAtOpen = checked
         // Checkpoints (and their fsync) run on their own thread and connection, not in a commit.
         try connection.execute("PRAGMA wal_autocheckpoint = 0")
         // The writer's page cache holds 4 MiB (SQLite's default is 2): a send to a 1,000-member
@@ -128,9 +135,13 @@ public final class SQLiteChatStore: ChatStore {
         while buffer.withUnsafeMutableBytes({ Glibc.read(descriptor, $0.baseAddress, $0.count) }) > 0 {}
     }
 
-    /// Checks what the file is before anything is written, then migrates. SQLite's errors come out
-    /// as they are (the caller retries a locked file, and calls anything else damaged).
-    static func prepare(_ db: SQLiteConnection, path: String, synchronous: Synchronous) throws {
+    /// Checks what the file is before anything is written, then migrates. `check`: look at every
+    /// page too (`PRAGMA quick_check`; always before a migration); whether it did (a new file has
+    /// none). SQLite's errors come out as they are (the caller retries a locked file, and calls
+    /// anything else damaged).
+    static func prepare(_ db: SQLiteConnection, path: String, synchronous: Synchronous, check: Bool = true) throws
+        -> Bool
+    {
         let version: Int64
         let application: Int64
         let tables: Int64
@@ -154,10 +165,11 @@ public final class SQLiteChatStore: ChatStore {
         try db.execute("PRAGMA journal_mode = WAL")
         try db.execute("PRAGMA synchronous = \(synchronous.rawValue)")
         try db.execute("PRAGMA foreign_keys = OFF")
-        if version > 0 {
+        let checks = version > 0 && (check || version < Int64(Schema.migrations.count))
+        if checks {
             // A damaged page shows here before any write does.
-            let check = try db.query("PRAGMA quick_check(1)") { $0.text(0) }.first ?? "ok"
-            guard check == "ok" else { throw StoreOpenError.damaged(path: path, reason: check) }
+            let result = try db.query("PRAGMA quick_check(1)") { $0.text(0) }.first ?? "ok"
+            guard result == "ok" else { throw StoreOpenError.damaged(path: path, reason: result) }
         }
         for index in Int(version)..<Schema.migrations.count {
             try db.execute("BEGIN IMMEDIATE")
@@ -177,6 +189,7 @@ public final class SQLiteChatStore: ChatStore {
                 throw error
             }
         }
+        return checks
     }
 
     public func write<T: Sendable>(_ body: @escaping @Sendable (any ChatWriteTransaction) throws -> T) async throws
@@ -285,11 +298,18 @@ public final class SQLiteChatStore: ChatStore {
 
     public func close() async {
         poller.source.cancel()
-        writer.close()
+        let first = writer.close()
         checkpointer.close()
         notifier.close()
         readers.withLock { $0.removeAll() }
+        // Everything copied back into the file (a log left with frames, another process's reader
+        // in the way, leaves no record: the next open checks).
+        if first, writer.copyBackEverything() { CleanClose.record(path) }
     }
+
+    /// Whether this store looked at every page of the file when it opened it (false: the file was as
+    /// a store left it at a clean close, or new).
+    public let checkedAtOpen: Bool
 
     /// The query plan SQLite chooses for a message page, for tests that check a page is read
     /// through an index, not by scanning the conversation.
@@ -308,6 +328,45 @@ extension SQLiteChatStore {
             guard let tx = tx as? SQLiteTransaction else { return [] }
             return try tx.inboxPlan(byConversation: byConversation)
         }
+    }
+}
+
+/// The record, beside a database (`<file>-closed`), that its last store closed cleanly: its log
+/// copied back and emptied, every page checked at that store's open (or trusted through such a
+/// record). It holds the file's device, inode, size and modification and change times; any write
+/// to the file since (a host, `perch send --local`, a copy put in its place, a byte changed by
+/// hand: even `touch -r` cannot set the change time back) or frames in its log make it stale, and
+/// the next open checks every page. An open takes the record away before anything is written, so
+/// a crash leaves none.
+enum CleanClose {
+    static func recordPath(_ database: String) -> String { database + "-closed" }
+
+    /// The file as it is now, with an empty or absent log; nil otherwise.
+    static func describe(_ database: String) -> String? {
+        var file = stat()
+        guard stat(database, &file) == 0 else { return nil }
+        var log = stat()
+        if stat(database + "-wal", &log) == 0, log.st_size > 0 { return nil }
+        return [
+            "\(file.st_dev)", "\(file.st_ino)", "\(file.st_size)", "\(file.st_mtim.tv_sec).\(file.st_mtim.tv_nsec)",
+            "\(file.st_ctim.tv_sec).\(file.st_ctim.tv_nsec)",
+        ].joined(separator: " ")
+    }
+
+    /// Records the file as it is now (a clean close).
+    static func record(_ database: String) {
+        guard let now = describe(database) else { return }
+        try? (now + "\n").write(toFile: recordPath(database), atomically: true, encoding: .utf8)
+    }
+
+    /// Whether the file is exactly as recorded at its last clean close; the record is taken away
+    /// either way (the caller is about to write).
+    static func take(_ database: String) -> Bool {
+        let path = recordPath(database)
+        let recorded = try? String(contentsOfFile: path, encoding: .utf8)
+        unlink(path)
+        guard let recorded, let now = describe(database) else { return false }
+        return recorded == now + "\n"
     }
 }
 
@@ -487,7 +546,9 @@ final class Writer: Sendable {
         return batch
     }
 
-    func close() {
+    /// Closes the writer (once the queued bodies are committed); whether this call closed it.
+    @discardableResult
+    func close() -> Bool {
         let (wasOpen, wake) = state.withLock { state -> (Bool, Bool) in
             defer { state.closed = true }
             guard !state.closed else { return (false, false) }
@@ -499,9 +560,22 @@ final class Writer: Sendable {
             }
             return (true, false)
         }
-        guard wasOpen else { return }
+        guard wasOpen else { return false }
         if wake { signal.signal() }
         done.wait()
+        return true
+    }
+
+    /// After ``close()``: copies the whole log back into the database file and empties it
+    /// (`wal_checkpoint(TRUNCATE)`); whether it is empty now.
+    func copyBackEverything() -> Bool {
+        var log: Int32 = -1
+        var copied: Int32 = -1
+        // Another process reading or writing now: no waiting (a close must not hang), no record.
+        connection.connection.busyTimeout(milliseconds: 0)
+        let status = sqlite3_wal_checkpoint_v2(
+            connection.connection.handle, nil, SQLITE_CHECKPOINT_TRUNCATE, &log, &copied)
+        return status == SQLITE_OK && log == 0
     }
 
     /// The writer thread: owns the connection from a hand-off until the queue is empty.

@@ -107,7 +107,13 @@ public actor BotHost {
             atPath: (path as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
         let store = try SQLiteChatStore(
             path: path, synchronous: config.storage.synchronous == .full ? .full : .normal)
-        logger.info("store opened", ["path": path, "synchronous": config.storage.synchronous.rawValue])
+        logger.info(
+            "store opened",
+            [
+                "path": path, "synchronous": config.storage.synchronous.rawValue,
+                // Every page is checked unless the file is new or as a clean stop left it.
+                "checked": store.checkedAtOpen ? "every page" : "no (new, or as a clean stop left it)",
+            ])
         let service = ChatService(
             store: store, clock: options.clock,
             settings: ChatSettings(

@@ -1,5 +1,6 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <stdint.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -35,10 +36,12 @@ static inline uint16_t perch_mhd_port(struct MHD_Daemon *daemon) {
     return info == NULL ? 0 : info->port;
 }
 
-/// The socket of a connection, or -1 when libmicrohttpd does not tell.
-static inline int perch_mhd_connection_socket(struct MHD_Connection *connection) {
+/// Has the kernel give up on a connection once what was sent on it went unacknowledged for
+/// `milliseconds` (TCP_USER_TIMEOUT). Returns 0, or -1 when the option could not be set.
+static inline int perch_mhd_give_up_unacknowledged(struct MHD_Connection *connection, unsigned int milliseconds) {
     const union MHD_ConnectionInfo *info = MHD_get_connection_info(connection, MHD_CONNECTION_INFO_CONNECTION_FD);
-    return info == NULL ? -1 : info->connect_fd;
+    if (info == NULL) return -1;
+    return setsockopt(info->connect_fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &milliseconds, sizeof(milliseconds));
 }
 
 static inline ssize_t perch_mhd_end_of_stream(void) { return MHD_CONTENT_READER_END_OF_STREAM; }

@@ -402,17 +402,16 @@ final class StreamBox {
     }
 }
 
-/// Has the kernel give up on `socket` once what was sent on it went unacknowledged for `timeout`
-/// (`TCP_USER_TIMEOUT`): the connection then fails and closes at its next write. An event stream
-/// writes at least a heartbeat, but only the client's TCP acknowledges it: a client that vanished
-/// without closing (a laptop asleep, a phone off the network) would otherwise hold its connection,
-/// its thread and a stream slot until the kernel's retransmissions run out, about 15 minutes.
-func giveUpUnacknowledged(socket: Int32, after timeout: Duration) {
-    guard socket >= 0 else { return }
+/// Has the kernel give up on `connection` once what was sent on it went unacknowledged for
+/// `timeout` (`TCP_USER_TIMEOUT`): the connection then fails and closes at its next write. An event
+/// stream writes at least a heartbeat, but only the client's TCP acknowledges it: a client that
+/// vanished without closing (a laptop asleep, a phone off the network) would otherwise hold its
+/// connection, its thread and a stream slot until the kernel's retransmissions run out, about 15
+/// minutes.
+func giveUpUnacknowledged(_ connection: OpaquePointer?, after timeout: Duration) {
     let (seconds, attoseconds) = timeout.components
-    var milliseconds = UInt32(clamping: max(1, seconds * 1_000 + attoseconds / 1_000_000_000_000_000))
-    _ = setsockopt(
-        socket, Int32(IPPROTO_TCP), TCP_USER_TIMEOUT, &milliseconds, socklen_t(MemoryLayout<UInt32>.size))
+    let milliseconds = UInt32(clamping: max(1, seconds * 1_000 + attoseconds / 1_000_000_000_000_000))
+    _ = perch_mhd_give_up_unacknowledged(connection, milliseconds)
 }
 
 /// The answer to a stream beyond the server's `maximumStreams`.
@@ -453,7 +452,7 @@ func queue(_ response: HTTPResponse, on connection: OpaquePointer?, server: HTTP
         mhdResponse = MHD_create_response_for_upgrade(
             upgradeHandler, Unmanaged.passUnretained(server.context).toOpaque())
     } else if let stream = response.stream {
-        giveUpUnacknowledged(socket: perch_mhd_connection_socket(connection), after: server.heartbeat * 2)
+        giveUpUnacknowledged(connection, after: server.heartbeat * 2)
         let box = StreamBox(source: stream, heartbeat: server.heartbeat, context: server.context)
         mhdResponse = MHD_create_response_from_callback(
             perch_mhd_size_unknown(), 4096,

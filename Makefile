@@ -10,10 +10,13 @@ run: setup
 	$(SWIFT) build -c release --product perch
 	./scripts/dev-key .build/release/perch run --config $(CONFIG)
 
-## Run the whole test suite (the format lint, the Swift tests, the web chat in a headless browser) as CI does.
+## Run the whole test suite (the format lint, the release build `make run` uses, the Swift tests, the
+## web chat in a headless browser) as CI does. The release build compiles each module whole, and
+## can fail where the tests' debug build does not.
 test:
 	@./scripts/setup --tests
 	$(SWIFT) format lint --strict --recursive Package.swift Sources Tests
+	$(SWIFT) build -c release --product perch
 	$(SWIFT) test --parallel
 	./scripts/web-test
 

@@ -997,17 +997,36 @@ final class EventCache: Sendable {
         var entries: [CachedEvent?]
         var seqs: [Int64]
         var audiences: [EventAudience?]
+        var sizes: [Int]
+        /// The sizes of the entries held.
+        var bytes = 0
+        /// Where the budget's sweep goes on from: slots follow sequences, so going round from the
+        /// slot after the last one it cleared takes the oldest first.
+        var hand = 0
+
+        mutating func clear(_ slot: Int) {
+            bytes -= sizes[slot]
+            entries[slot] = nil
+            seqs[slot] = 0
+            audiences[slot] = nil
+            sizes[slot] = 0
+        }
     }
 
     private let ring: Lock<Ring>
     let capacity: Int
+    /// The bytes of events held at most (``CachedEvent/size``): past it the oldest go, as if the
+    /// ring were shorter. Events of a few hundred bytes never reach it; large messages (a text of
+    /// 64 KiB, the default limit) would otherwise hold a gigabyte in 16,384 slots.
+    let budget: Int
 
-    init(capacity: Int) {
+    init(capacity: Int, budget: Int = 32 << 20) {
         self.capacity = capacity
+        self.budget = budget
         ring = Lock(
             Ring(
                 entries: Array(repeating: nil, count: capacity), seqs: Array(repeating: 0, count: capacity),
-                audiences: Array(repeating: nil, count: capacity)))
+                audiences: Array(repeating: nil, count: capacity), sizes: Array(repeating: 0, count: capacity)))
     }
 
     /// Keeps `entries`; an entry never replaces one of the same event that knows its audience.
@@ -1015,24 +1034,32 @@ final class EventCache: Sendable {
         guard !entries.isEmpty else { return }
         ring.withLock { ring in
             for entry in entries {
-                let slot = Int(entry.event.seq % Int64(capacity))
-                if entry.audience == nil, ring.seqs[slot] == entry.event.seq { continue }
+                let seq = entry.event.seq
+                let slot = Int(seq % Int64(capacity))
+                if entry.audience == nil, ring.seqs[slot] == seq { continue }
+                if ring.seqs[slot] != 0 { ring.clear(slot) }
                 ring.entries[slot] = entry
-                ring.seqs[slot] = entry.event.seq
+                ring.seqs[slot] = seq
                 ring.audiences[slot] = entry.audience
+                ring.sizes[slot] = entry.size
+                ring.bytes += entry.size
+            }
+            // Over the budget, the oldest go first, as if the ring were shorter.
+            while ring.bytes > budget {
+                if ring.seqs[ring.hand] != 0 { ring.clear(ring.hand) }
+                ring.hand = (ring.hand + 1) % capacity
             }
         }
     }
+
+    /// The bytes of the events held (tests).
+    var bytes: Int { ring.withLock { $0.bytes } }
 
     /// Forgets the events up to `seq` (the retention pruned them): a page after one of them then
     /// comes from the database, which says what the reader missed.
     func forget(through seq: Int64) {
         ring.withLock { ring in
-            for slot in ring.seqs.indices where ring.seqs[slot] != 0 && ring.seqs[slot] <= seq {
-                ring.entries[slot] = nil
-                ring.seqs[slot] = 0
-                ring.audiences[slot] = nil
-            }
+            for slot in ring.seqs.indices where ring.seqs[slot] != 0 && ring.seqs[slot] <= seq { ring.clear(slot) }
         }
     }
 
@@ -1086,6 +1113,8 @@ final class EventCache: Sendable {
 struct CachedEvent: Sendable {
     var event: ChatEvent
     var audience: EventAudience?
+    /// The bytes of its JSON: about what the decoded event holds in memory (its text, its data).
+    var size = 0
 }
 
 /// The groups of recent readers of events, valid for one generation: a commit that adds, changes

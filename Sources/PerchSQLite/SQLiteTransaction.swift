@@ -641,11 +641,12 @@ final class SQLiteTransaction: ChatWriteTransaction {
     func appendEvent(_ event: ChatEvent, audience: EventAudience) throws -> Int64 {
         var stored = event
         stored.seq = 0
+        let json = stored.jsonBytes
         try db.run(
             "INSERT INTO events (name, audience_group, excluded_session, payload) VALUES (?, ?, ?, ?)",
             [
                 .text(event.name.rawValue), audience.group.map(SQLValue.text) ?? .null,
-                audience.excludedSession.map(SQLValue.text) ?? .null, .utf8(stored.jsonBytes),
+                audience.excludedSession.map(SQLValue.text) ?? .null, .utf8(json),
             ])
         let seq = db.lastInsertRowID
         for uid in Set(audience.users) {
@@ -653,7 +654,7 @@ final class SQLiteTransaction: ChatWriteTransaction {
         }
         lastEventSequence = max(lastEventSequence, seq)
         stored.seq = seq
-        appended.append(CachedEvent(event: stored, audience: audience))
+        appended.append(CachedEvent(event: stored, audience: audience, size: json.count))
         return seq
     }
 
@@ -692,7 +693,7 @@ final class SQLiteTransaction: ChatWriteTransaction {
             }
             var event = try ChatEvent(json: payload ?? "")
             event.seq = number
-            cache?.insert([CachedEvent(event: event, audience: nil)])
+            cache?.insert([CachedEvent(event: event, audience: nil, size: payload?.utf8.count ?? 0)])
             page.events.append(event)
         }
         // A short page holds every event of this user up to the snapshot's newest: the stream is

@@ -37,6 +37,42 @@ import Testing
         #expect(cache.entry(10)?.event.conversationId == "c10")
     }
 
+    /// Large events (long texts) are held up to a budget of bytes, oldest out first, so the ring's
+    /// 16,384 slots cannot hold a gigabyte of 64 KiB messages; a page reaching back to one that went
+    /// is not all here, and the database answers it.
+    @Test func largeEventsAreHeldWithinTheBudgetOldestOutFirst() {
+        func sized(_ seq: Int64, _ size: Int) -> CachedEvent {
+            var entry = Self.entry(seq, group: "g")
+            entry.size = size
+            return entry
+        }
+        let cache = EventCache(capacity: 16, budget: 1_000)
+        cache.insert((1...10).map { sized($0, 300) })
+        #expect((1...7).allSatisfy { cache.entry($0) == nil })
+        #expect((8...10).allSatisfy { cache.entry($0) != nil })
+        #expect(cache.bytes == 900)
+        #expect(cache.page(for: "bob", groups: ["g"], session: nil, after: 5, through: 10, limit: 100) == nil)
+        #expect(
+            cache.page(for: "bob", groups: ["g"], session: nil, after: 7, through: 10, limit: 100)?.events.map(\.seq)
+                == [8, 9, 10])
+        // Small events after them fit beside them; one more large one pushes the oldest out.
+        cache.insert((11...14).map { sized($0, 10) })
+        #expect(cache.entry(8) != nil && cache.bytes == 940)
+        cache.insert([sized(15, 300)])
+        #expect(cache.entry(8) == nil && cache.entry(9) != nil && cache.bytes == 940)
+        // An old event read back from the database (no audience) counts too: the sweep goes on
+        // round the slots (9 and 10 go; 3 would when the sweep comes round to it).
+        cache.insert([CachedEvent(event: Self.entry(3).event, audience: nil, size: 500)])
+        #expect(cache.entry(9) == nil && cache.entry(10) == nil && cache.entry(3) != nil)
+        #expect(cache.bytes == 500 + 40 + 300)
+        // Forgetting (the retention) gives the bytes back; so does a slot a newer event takes.
+        cache.forget(through: 12)
+        #expect(cache.bytes == 10 + 10 + 300)
+        cache.insert([sized(29, 5)])  // slot 13
+        #expect(cache.entry(13) == nil && cache.entry(29) != nil)
+        #expect(cache.bytes == 10 + 300 + 5)
+    }
+
     @Test func anEventWithoutAnAudienceOrExcludedForTheSessionIsHandledAsBefore() {
         let cache = EventCache(capacity: 16)
         cache.insert([

@@ -1,5 +1,6 @@
-import PerchService
 import Testing
+
+@testable import PerchService
 
 @Suite struct RepeatedWarningsTests {
     @Test func aRepeatedWarningIsOneLineAWindowCarryingWhatItHeldBack() {
@@ -32,6 +33,23 @@ import Testing
         #expect(warnings.admit("full", at: 10_001) == nil)
         #expect(warnings.admit("full", at: 6_400) == 1)
         #expect(warnings.admit("full", at: 6_401) == nil)
+    }
+
+    /// A kind that names what varies (a path) must not grow the table for ever: once many kinds
+    /// were seen, finished windows are forgotten; one that held lines back is kept ten windows
+    /// more, for the count its next line carries.
+    @Test func finishedKindsAreForgottenOnceThereAreMany() {
+        let warnings = RepeatedWarnings(window: 60, burst: 1)
+        #expect(warnings.admit("held", at: 0) == 0)
+        #expect(warnings.admit("held", at: 1) == nil)
+        // 5,000 kinds in 500 s: ten a second.
+        for index in 0..<5_000 { _ = warnings.admit("path \(index)", at: Double(index) / 10) }
+        #expect(warnings.keptCount <= RepeatedWarnings.keptKinds)
+        #expect(warnings.admit("held", at: 550) == 1)
+        // Ten windows after its last line, a kind that held lines back is forgotten too.
+        #expect(warnings.admit("held", at: 551) == nil)
+        for index in 0..<2_000 { _ = warnings.admit("later \(index)", at: 1_200 + Double(index) / 10) }
+        #expect(warnings.admit("held", at: 1_400) == 0)
     }
 
     @Test func theSuffixSaysWhatWasHeldBack() {

@@ -22,6 +22,12 @@ public final class RepeatedWarnings: Sendable {
     public let burst: Int
     private let kinds = Lock<[String: Window]>([:])
 
+    /// How many kinds are kept before the finished ones are forgotten.
+    static let keptKinds = 1_024
+
+    /// The kinds kept now (tests).
+    var keptCount: Int { kinds.withLock { $0.count } }
+
     public init(window: Double = 60, burst: Int = 10) {
         self.window = window
         self.burst = max(1, burst)
@@ -31,6 +37,16 @@ public final class RepeatedWarnings: Sendable {
     /// and says how many of its kind were held back before it.
     public func admit(_ kind: String, at time: Double) -> Int? {
         kinds.withLock { kinds in
+            // Kinds may name what varies (a path in a server's message): past `keptKinds`, those
+            // whose window is over are forgotten (a new line opens them again), so the table does
+            // not grow with every kind ever seen; one that held lines back is kept ten windows more,
+            // for the count its next line carries.
+            if kinds.count >= Self.keptKinds, kinds[kind] == nil {
+                kinds = kinds.filter {
+                    let age = time - $0.value.openedAt
+                    return age >= 0 && age < window * ($0.value.heldBack > 0 ? 10 : 1)
+                }
+            }
             // A clock set back (the service's is the wall clock) opens a new window rather than
             // holding the kind back until the clock is past the old one again.
             if var open = kinds[kind], time >= open.openedAt, time - open.openedAt < window {

@@ -10,9 +10,7 @@ final class ActionRuntime: Sendable {
     let metrics: HostMetrics
     let botName: String
     let botLimiter: TokenBucket
-    let conversationLimiters: Lock<[String: TokenBucket]>
-    let perConversationPerMinute: Int
-    let burst: Int
+    let conversationLimiters: ConversationBuckets
     let now: @Sendable () -> Double
     let outbound: (@Sendable (String, Message) -> Void)?
     /// `perch_actions_total{action="send"}` of this bot (every reply adds to it).
@@ -30,9 +28,8 @@ final class ActionRuntime: Sendable {
         self.botName = botName
         sends = metrics.counter("perch_actions_total", ["bot": botName, "action": "send"])
         self.botLimiter = TokenBucket(perMinute: perMinute, burst: burst)
-        self.conversationLimiters = Lock([:])
-        self.perConversationPerMinute = perConversationPerMinute
-        self.burst = burst
+        self.conversationLimiters = ConversationBuckets(
+            perMinute: perConversationPerMinute, burst: min(burst, max(1, perConversationPerMinute)))
         self.now = now
     }
 
@@ -40,15 +37,7 @@ final class ActionRuntime: Sendable {
     /// - Throws: `ERR_TOO_MANY_REQUESTS {retryAfter}` when either is empty.
     func admit(conversation: String?) throws(ChatError) {
         let time = now()
-        let conversationBucket = conversation.map { key in
-            conversationLimiters.withLock { buckets in
-                if let bucket = buckets[key] { return bucket }
-                let bucket = TokenBucket(
-                    perMinute: perConversationPerMinute, burst: min(burst, max(1, perConversationPerMinute)))
-                buckets[key] = bucket
-                return bucket
-            }
-        }
+        let conversationBucket = conversation.map { conversationLimiters.bucket(for: $0, at: time) }
         guard botLimiter.take(at: time), conversationBucket?.take(at: time) ?? true else {
             metrics.increment("perch_rate_limited_actions_total", ["bot": botName])
             throw ChatError(.tooManyRequests, ["retryAfter": 1])
@@ -154,6 +143,42 @@ final class TokenBucket: Sendable {
             return true
         }
     }
+
+    /// Whether the bucket has refilled by `time`: then it is as a new one.
+    func isFull(at time: Double) -> Bool {
+        state.withLock { state in
+            guard let last = state.at else { return true }
+            return state.tokens + (time - last) * perSecond >= capacity
+        }
+    }
+}
+
+/// A bot's bucket for each conversation it acts in. A full bucket is the same as a new one, so once
+/// `kept` are held the full ones are dropped: a bot answering thousands of one-on-one conversations
+/// keeps only those it acted in lately.
+final class ConversationBuckets: Sendable {
+    static let kept = 4_096
+    let perMinute: Int
+    let burst: Int
+    private let buckets = Lock<[String: TokenBucket]>([:])
+
+    init(perMinute: Int, burst: Int) {
+        self.perMinute = perMinute
+        self.burst = burst
+    }
+
+    func bucket(for conversation: String, at time: Double) -> TokenBucket {
+        buckets.withLock { buckets in
+            if let bucket = buckets[conversation] { return bucket }
+            if buckets.count >= Self.kept { buckets = buckets.filter { !$0.value.isFull(at: time) } }
+            let bucket = TokenBucket(perMinute: perMinute, burst: burst)
+            buckets[conversation] = bucket
+            return bucket
+        }
+    }
+
+    /// The buckets held (tests).
+    var count: Int { buckets.withLock { $0.count } }
 }
 
 /// Counters and gauges for `/metrics`, by name and labels.

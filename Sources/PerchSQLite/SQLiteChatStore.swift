@@ -48,9 +48,9 @@ public final class SQLiteChatStore: ChatStore {
     /// `readAhead`: read an existing file from start to end before its check (``readAhead(_:)``);
     /// off only to measure what it saves.
     ///
-    /// The check is skipped when the file is exactly as a store of this process kind left it at a
-    /// clean close (``CleanClose``), as e2fsck skips a file system unmounted cleanly: after a
-    /// crash, a restore, a copy or any other change it runs.
+    /// The check is skipped when the file is exactly as a store left it at a clean close
+    /// (``CleanClose``), as e2fsck skips a file system unmounted cleanly: after a crash, a restore,
+    /// a copy or any other change it runs.
     public init(
         path: String, synchronous: Synchronous = .normal, maximumBatch: Int = 512, checkpointFrames: Int32 = 2_000,
         pollInterval: Duration = .milliseconds(250), readAhead: Bool = true

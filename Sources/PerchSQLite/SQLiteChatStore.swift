@@ -547,7 +547,6 @@ final class Writer: Sendable {
     }
 
     /// Closes the writer (once the queued bodies are committed); whether this call closed it.
-    @discardableResult
     func close() -> Bool {
         let (wasOpen, wake) = state.withLock { state -> (Bool, Bool) in
             defer { state.closed = true }

@@ -5,8 +5,9 @@ import PerchChat
 ///
 /// The thread is, in order: the message id given as argument (`!follow 42`; a reply's id, the thread
 /// it is in); the message quoted by the command (a quote reply to a top-level message follows that
-/// message's thread, replies or not); the thread the command was sent in. Success answers `THREAD_SUBSCRIBED_TOAST` or
-/// `THREAD_UNSUBSCRIBED_TOAST` (which says notifications come back on reply or mention);
+/// message's thread, replies or not); the thread the command was sent in. Success answers
+/// `THREAD_SUBSCRIBED_TOAST` or `THREAD_UNSUBSCRIBED_TOAST` (which says notifications come back on
+/// reply or mention);
 /// `ERR_MESSAGE_NO_ACCESS`, and `ERR_MESSAGE_ID_NOT_FOUND` (the thread's message is gone or never
 /// was: trying again would not help), answer `THREAD_UNAVAILABLE`; any other failure
 /// `THREAD_SUBSCRIPTION_FAILED`. With `ui.threadSubscription.enabled: false` or the bot's

@@ -331,6 +331,30 @@ extension SQLiteChatStore {
     }
 }
 
+extension SQLiteChatStore {
+    /// Every page and index entry of the database at `path`, checked read-only (`PRAGMA
+    /// integrity_check`, more thorough than the check at open: each index against its table), beside
+    /// a running host if there is one (it reads one snapshot; the host's log cannot start over
+    /// meanwhile). Answers the problems SQLite found (none: whole), at most `limit`.
+    /// - Throws: ``StoreOpenError`` when the file cannot be opened or is not a Perch database.
+    public static func verify(path: String, limit: Int = 100) throws -> [String] {
+        guard FileManager.default.fileExists(atPath: path) else {
+            throw StoreOpenError.cannotOpen(path: path, reason: "no such file")
+        }
+        do {
+            let db = try SQLiteConnection(path: path, readOnly: true)
+            try db.execute("BEGIN")
+            defer { try? db.execute("COMMIT") }
+            let application = try db.scalar("PRAGMA application_id") ?? 0
+            guard application == Int64(Schema.applicationID) else { throw StoreOpenError.notAPerchDatabase(path: path) }
+            let found = try db.query("PRAGMA integrity_check(\(max(1, limit)))") { $0.text(0) }
+            return found == ["ok"] ? [] : found
+        } catch let error as SQLiteError {
+            throw StoreOpenError.damaged(path: path, reason: error.message)
+        }
+    }
+}
+
 /// The record, beside a database (`<file>-closed`), that its last store closed cleanly: its log
 /// copied back and emptied, every page checked at that store's open (or trusted through such a
 /// record). It holds the file's device, inode, size and modification and change times; any write

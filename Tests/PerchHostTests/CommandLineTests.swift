@@ -37,6 +37,54 @@ import Testing
     }
 }
 
+/// `perch verify`: every page of the configured database, read-only, beside a running host or
+/// not; a damaged page is named and the exit code says so.
+@Suite struct VerifyCommandTests {
+    @Test func verifyChecksEveryPageAndSaysWhatIsDamaged() async throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "perch-verify-\(UUID().uuidString)"
+        ).path
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        try FileManager.default.copyItem(atPath: repositoryRoot + "/bots", toPath: directory + "/bots")
+        try FileManager.default.copyItem(atPath: repositoryRoot + "/config.yaml", toPath: directory + "/config.yaml")
+        let config = directory + "/config.yaml"
+        func verify() -> (code: Int32, output: [String], errors: [String]) {
+            let lines = Mutex<[String]>([])
+            let errors = Mutex<[String]>([])
+            let code = Perch.main(
+                ["verify", "--config", config], print: { line in lines.withLock { $0.append(line) } },
+                printError: { line in errors.withLock { $0.append(line) } })
+            return (code, lines.withLock { $0 }, errors.withLock { $0 })
+        }
+        try await withTestHost(configPath: config, dataDirectory: directory + "/data") { chat in
+            for index in 0..<300 { _ = try await chat.post("message \(index)", as: "alice", to: .group("general")) }
+            // Beside the running host.
+            let running = verify()
+            #expect(running.code == 0, "\(running.errors)")
+            #expect(running.output.first?.contains("every page and index whole") == true)
+        }
+        let stopped = verify()
+        #expect(stopped.code == 0, "\(stopped.errors)")
+
+        let path = directory + "/data/perch.sqlite"
+        var bytes = try Data(contentsOf: URL(fileURLWithPath: path))
+        let page = bytes.count / 2 / 2048 * 2048
+        bytes.replaceSubrange(page..<page + 16, with: [UInt8](repeating: 0xFF, count: 16))
+        try bytes.write(to: URL(fileURLWithPath: path))
+        let damaged = verify()
+        #expect(damaged.code == 1)
+        #expect(damaged.errors.contains { $0.contains("damaged") }, "\(damaged.errors)")
+        // Read-only: the file is as it was.
+        #expect(try Data(contentsOf: URL(fileURLWithPath: path)) == bytes)
+
+        try FileManager.default.removeItem(atPath: directory + "/data")
+        let missing = verify()
+        #expect(missing.code == 1)
+        #expect(missing.errors.contains { $0.contains("no such file") })
+    }
+}
+
 @Suite struct FileWatcherTests {
     @Test func aChangedBotFileAsksForAReload() async throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent(

@@ -74,6 +74,11 @@ public enum Perch {
             printError("perch: \(parsed.command!) runs from the executable (RunCommand); this entry point checks only")
             return 64
         case "verify":
+            // `--format` is check's: taken here, it would be ignored without a word.
+            guard parsed.options["format"] == nil else {
+                printError("perch: unknown option --format for verify\n\n\(usage)")
+                return 64
+            }
             return verify(loader.load(configPath: configPath), print: write, printError: printError)
         case "version", "--version":
             write("perch \(version)")

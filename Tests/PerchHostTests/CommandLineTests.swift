@@ -82,6 +82,10 @@ import Testing
         let missing = verify()
         #expect(missing.code == 1)
         #expect(missing.errors.contains { $0.contains("no such file") })
+        // Words verify does not take are usage errors, not ignored.
+        for words in [["verify", "extra"], ["verify", "--bogus"], ["verify", "--format", "json"]] {
+            #expect(Perch.main(words, print: { _ in }, printError: { _ in }) == 64, "\(words)")
+        }
     }
 }
 

@@ -1060,12 +1060,12 @@ final class EventCache: Sendable {
                 let seq = entry.event.seq
                 let slot = Int(seq % Int64(capacity))
                 if entry.audience == nil, ring.seqs[slot] == seq { continue }
-                if ring.seqs[slot] != 0 { ring.clear(slot) }
+                // An empty slot's size is 0; a taken one gives its bytes back.
+                ring.bytes += entry.size - ring.sizes[slot]
                 ring.entries[slot] = entry
                 ring.seqs[slot] = seq
                 ring.audiences[slot] = entry.audience
                 ring.sizes[slot] = entry.size
-                ring.bytes += entry.size
             }
             // Over the budget, the oldest go first, as if the ring were shorter.
             while ring.bytes > budget {

@@ -4,14 +4,27 @@ import PerchTesting
 import Synchronization
 import Testing
 
+/// Runs `body` with the shipped config.yaml and bots/ copied to a temporary directory (its data
+/// directory `data` inside it), removed after.
+func withShippedCopy(_ body: (_ directory: String) async throws -> Void) async throws {
+    let directory = FileManager.default.temporaryDirectory.appendingPathComponent("perch-cli-\(UUID().uuidString)")
+        .path
+    try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+    defer { try? FileManager.default.removeItem(atPath: directory) }
+    try FileManager.default.copyItem(atPath: repositoryRoot + "/bots", toPath: directory + "/bots")
+    try FileManager.default.copyItem(atPath: repositoryRoot + "/config.yaml", toPath: directory + "/config.yaml")
+    try await body(directory)
+}
+
 @Suite struct CommandLineTests {
     @Test func sendPostsIntoTheLocalDatabaseAndShowsTheBotsAnswers() async throws {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("perch-send-\(UUID().uuidString)")
-            .path
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(atPath: directory) }
-        try FileManager.default.copyItem(atPath: repositoryRoot + "/bots", toPath: directory + "/bots")
-        try FileManager.default.copyItem(atPath: repositoryRoot + "/config.yaml", toPath: directory + "/config.yaml")
+        try await withShippedCopy { directory in try await sendPosts(in: directory) }
+        let usage = await SendCommand.run(
+            try ParsedArguments(["send", "--as", "carol"], valued: ["as"]), print: { _ in }, printError: { _ in })
+        #expect(usage == 64)
+    }
+
+    func sendPosts(in directory: String) async throws {
         try await withTestHost(configPath: directory + "/config.yaml", dataDirectory: directory + "/data") { chat in
             let lines = Mutex<[String]>([])
             let errors = Mutex<[String]>([])
@@ -31,9 +44,6 @@ import Testing
             #expect(output.contains { $0.contains("helper: [quoting #") && $0.contains("Hi Carol!") })
             _ = chat
         }
-        let usage = await SendCommand.run(
-            try ParsedArguments(["send", "--as", "carol"], valued: ["as"]), print: { _ in }, printError: { _ in })
-        #expect(usage == 64)
     }
 }
 
@@ -41,13 +51,10 @@ import Testing
 /// not; a damaged page is named and the exit code says so.
 @Suite struct VerifyCommandTests {
     @Test func verifyChecksEveryPageAndSaysWhatIsDamaged() async throws {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
-            "perch-verify-\(UUID().uuidString)"
-        ).path
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(atPath: directory) }
-        try FileManager.default.copyItem(atPath: repositoryRoot + "/bots", toPath: directory + "/bots")
-        try FileManager.default.copyItem(atPath: repositoryRoot + "/config.yaml", toPath: directory + "/config.yaml")
+        try await withShippedCopy { directory in try await verifies(in: directory) }
+    }
+
+    func verifies(in directory: String) async throws {
         let config = directory + "/config.yaml"
         func verify() -> (code: Int32, output: [String], errors: [String]) {
             let lines = Mutex<[String]>([])

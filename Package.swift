@@ -35,7 +35,8 @@ let package = Package(
         // The calling thread's CPUs (C: glibc's `sched_setaffinity` needs `_GNU_SOURCE`).
         .target(name: "CSched"),
         // A value behind a pthread mutex (not Synchronization.Mutex: see its comment), thread names,
-        // the executor whose jobs a thread of the owner's runs, and where such a thread runs.
+        // the executor whose jobs a thread of the owner's runs, where such a thread runs, and the
+        // data directory's private files (0600, flushed to the disk).
         .target(name: "PerchLock", dependencies: ["CSched"]),
         // Configuration: config.yaml and bots/*.yaml decoded with located findings.
         .target(name: "PerchConfig", dependencies: ["PerchYAML", "PerchRegex", "PerchChat"]),

@@ -163,8 +163,8 @@ public enum RunCommand {
 /// An exclusive lock on `<data directory>/perch.lock`, held until the process exits.
 enum DataDirectoryLock {
     static func acquire(_ directory: String) -> Bool {
-        try? FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        let fd = open(directory + "/perch.lock", O_CREAT | O_RDWR | O_CLOEXEC, 0o644)
+        try? PrivateFile.makeDirectory(directory)
+        let fd = open(directory + "/perch.lock", O_CREAT | O_RDWR | O_CLOEXEC, 0o600)
         guard fd >= 0 else { return false }
         // The descriptor stays open (and the lock held) for the life of the process.
         return flock(fd, LOCK_EX | LOCK_NB) == 0

@@ -1,5 +1,6 @@
 import Foundation
 import PerchChat
+import PerchLock
 import PerchService
 
 /// Where and what the API stores for `POST /v3/media`.
@@ -41,11 +42,11 @@ extension PerchAPI {
         }
         let name = Self.displayName(request.query("name") ?? "file")
         let id = Secrets.newToken()
-        try FileManager.default.createDirectory(atPath: media.directory, withIntermediateDirectories: true)
         let path = media.directory + "/" + id
-        guard FileManager.default.createFile(atPath: path, contents: Data(request.http.body)) else {
-            throw ChatError(.internalError, ["reason": "cannot write the file"])
-        }
+        // On the disk before the row that makes it downloadable is committed: a power cut after
+        // the answer leaves no message pointing at a file that never reached the disk. A failure
+        // is logged with an id (a full disk answers 503, as the store's does).
+        try PrivateFile.write(request.http.body, to: path)
         let file = MediaFile(
             id: id, uploader: request.caller.uid, name: name, mimeType: mime, extension: Self.fileExtension(name),
             size: Int64(request.http.body.count), createdAt: service.clock.now())
@@ -97,4 +98,10 @@ extension PerchAPI {
 public enum PerchAPIShim {
     public static func displayName(_ raw: String) -> String { PerchAPI.displayName(raw) }
     public static func fileExtension(_ name: String) -> String { PerchAPI.fileExtension(name) }
+}
+
+/// A media file that could not be written: a full disk is a full store to the caller (503, come
+/// back later), anything else an internal error.
+extension PrivateFile.Failure: StoreFailure {
+    public var isStorageFull: Bool { code == ENOSPC || code == EDQUOT }
 }

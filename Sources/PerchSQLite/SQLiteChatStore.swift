@@ -60,6 +60,10 @@ public final class SQLiteChatStore: ChatStore {
         if readAhead, !closedCleanly { Self.readAhead(path) }
         // A zero or negative interval would make the timer fire without pause.
         self.pollInterval = max(pollInterval, .milliseconds(1))
+        // A new file is its owner's alone (SQLite would make it 0644 less the umask); its log and
+        // shared-memory files take its mode. An existing file keeps the mode it has.
+        let created = Glibc.open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
+        if created >= 0 { Glibc.close(created) }
         let connection: SQLiteConnection
         do {
             connection = try SQLiteConnection(path: path, readOnly: false)

@@ -1,5 +1,6 @@
 import Foundation
 import PerchHTTP
+import PerchLock
 import Testing
 
 @Suite struct MediaTests {
@@ -18,6 +19,9 @@ import Testing
             // Nothing of the user's name reached the filesystem.
             let stored = try FileManager.default.contentsOfDirectory(atPath: http.chat.directory + "/media")
             #expect(stored == [String(url.dropFirst("/v3/media/".count))])
+            // Readable by the host's user only, like the database.
+            #expect(DataDirectoryTests.mode(http.chat.directory + "/media") == 0o700)
+            #expect(DataDirectoryTests.mode(http.chat.directory + "/media/" + stored[0]) == 0o600)
 
             // Sent to `other`, where bob is not a member.
             let attachment = try String(decoding: JSONSerialization.data(withJSONObject: uploaded.data), as: UTF8.self)
@@ -35,6 +39,19 @@ import Testing
             #expect(
                 try await http.call("GET", "/v3/media/" + String(repeating: "a", count: 64), as: .user("bob")).status
                     == 403)
+        }
+    }
+
+    @Test func aFileThatCannotBeWrittenIsUnavailableWhenTheDiskIsFullElseAnInternalError() async throws {
+        try await withHTTPChat { http in
+            let service = http.chat.service
+            let full = service.wireSafeError(PrivateFile.Failure(path: "/x", operation: "write", code: ENOSPC))
+            #expect(full.code == .serviceUnavailable)
+            #expect(full.params["reason"] == "storage_full" && full.params["retryAfter"] == .int(30))
+            let quota = service.wireSafeError(PrivateFile.Failure(path: "/x", operation: "write", code: EDQUOT))
+            #expect(quota.code == .serviceUnavailable)
+            let denied = service.wireSafeError(PrivateFile.Failure(path: "/x", operation: "create", code: EACCES))
+            #expect(denied.code == .internalError && denied.params["id"] != nil)
         }
     }
 

@@ -103,8 +103,8 @@ public actor BotHost {
                 "the configuration has errors: \(configuration.errors.map(\.description).joined(separator: "; "))")
         }
         let path = databasePath(configuration)
-        try FileManager.default.createDirectory(
-            atPath: (path as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
+        // The data directory holds every conversation: a new one is its owner's alone (0700).
+        try PrivateFile.makeDirectory((path as NSString).deletingLastPathComponent)
         let store = try SQLiteChatStore(
             path: path, synchronous: config.storage.synchronous == .full ? .full : .normal)
         logger.info(
@@ -114,6 +114,13 @@ public actor BotHost {
                 // Every page is checked unless the file is new or as a clean stop left it.
                 "checked": store.checkedAtOpen ? "every page" : "no (new, or as a clean stop left it)",
             ])
+        var mode = stat()
+        if stat(path, &mode) == 0, mode.st_mode & 0o007 != 0 {
+            logger.warning(
+                "the database can be read by every user of this machine; `chmod 600` it and its -wal and -shm files "
+                    + "(and `chmod 700` the data directory): it holds every conversation",
+                ["path": path, "mode": String(mode.st_mode & 0o777, radix: 8)])
+        }
         let service = ChatService(
             store: store, clock: options.clock,
             settings: ChatSettings(

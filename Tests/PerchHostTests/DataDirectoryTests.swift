@@ -1,0 +1,90 @@
+import Foundation
+import PerchLock
+import PerchTesting
+import Testing
+
+/// The data directory holds every conversation: what Perch makes there is its owner's alone.
+@Suite struct DataDirectoryTests {
+    static let config = """
+        version: 1
+        seed:
+          users:
+            - { uid: alice, name: Alice }
+        """
+
+    static func mode(_ path: String) -> mode_t? {
+        var status = stat()
+        return stat(path, &status) == 0 ? status.st_mode & 0o777 : nil
+    }
+
+    @Test func aNewDataDirectoryAndDatabaseAreTheOwnersAlone() async throws {
+        let root = try writeTestConfiguration(config: Self.config, bots: [:])
+        defer { try? FileManager.default.removeItem(atPath: root) }
+        // Two levels missing: each directory Perch makes is 0700.
+        let data = root + "/var/perch"
+        try await withTestHost(configPath: root + "/config.yaml", dataDirectory: data) { chat in
+            _ = try await chat.post("hello", as: "alice", to: .user("alice"))
+            #expect(Self.mode(root + "/var") == 0o700)
+            #expect(Self.mode(data) == 0o700)
+            #expect(Self.mode(data + "/perch.sqlite") == 0o600)
+            // SQLite gives the log and the shared-memory index the database's own mode.
+            #expect(Self.mode(data + "/perch.sqlite-wal") == 0o600)
+            #expect(Self.mode(data + "/perch.sqlite-shm") == 0o600)
+            #expect(await !chat.log.contains { $0.contains("can be read by every user") })
+        }
+    }
+
+    @Test func aDatabaseEveryUserCanReadIsWarnedAboutAndLeftAsItIs() async throws {
+        let root = try writeTestConfiguration(config: Self.config, bots: [:])
+        defer { try? FileManager.default.removeItem(atPath: root) }
+        let data = root + "/data"
+        try await withTestHost(configPath: root + "/config.yaml", dataDirectory: data) { _ in }
+        chmod(data + "/perch.sqlite", 0o644)
+        try await withTestHost(configPath: root + "/config.yaml", dataDirectory: data) { chat in
+            let warning = await chat.log.first { $0.contains("can be read by every user") }
+            #expect(warning?.contains("mode=644") == true)
+            #expect(warning?.contains("path=\(data)/perch.sqlite") == true)
+        }
+        // An admin's choice is theirs: the mode is not changed behind their back.
+        #expect(Self.mode(data + "/perch.sqlite") == 0o644)
+        // A group may read it (a backup user's group, say): no warning for that.
+        chmod(data + "/perch.sqlite", 0o640)
+        try await withTestHost(configPath: root + "/config.yaml", dataDirectory: data) { chat in
+            #expect(await !chat.log.contains { $0.contains("can be read by every user") })
+        }
+    }
+
+    @Test func aPrivateFileIsWrittenWholeOrNotAtAll() throws {
+        let root = FileManager.default.temporaryDirectory.appendingPathComponent("perch-private-\(UUID())").path
+        defer { try? FileManager.default.removeItem(atPath: root) }
+        let bytes = (0..<200_000).map { UInt8(truncatingIfNeeded: $0 &* 31) }
+        try PrivateFile.write(bytes, to: root + "/a/b/file")
+        #expect(FileManager.default.contents(atPath: root + "/a/b/file") == Data(bytes))
+        #expect(Self.mode(root + "/a/b/file") == 0o600)
+        #expect(Self.mode(root + "/a") == 0o700 && Self.mode(root + "/a/b") == 0o700)
+        try PrivateFile.write([], to: root + "/a/b/empty")
+        #expect(FileManager.default.contents(atPath: root + "/a/b/empty") == Data())
+
+        // A file already there is never overwritten.
+        #expect(throws: PrivateFile.Failure.self) { try PrivateFile.write([1, 2, 3], to: root + "/a/b/file") }
+        #expect(FileManager.default.contents(atPath: root + "/a/b/file") == Data(bytes))
+        do {
+            try PrivateFile.write([1], to: root + "/a/b/file")
+        } catch {
+            #expect(error.code == EEXIST && error.operation == "create")
+            #expect(error.description == "create \(root)/a/b/file: File exists")
+        }
+        // A directory that cannot be made (a file stands in the way): the error names it.
+        do {
+            try PrivateFile.write([1], to: root + "/a/b/file/inner/x")
+            Issue.record("a file under a file was written")
+        } catch {
+            #expect(error.path == root + "/a/b/file/inner" && error.operation == "mkdir" && error.code == ENOTDIR)
+        }
+        // An existing directory keeps its mode.
+        try FileManager.default.createDirectory(atPath: root + "/open", withIntermediateDirectories: true)
+        chmod(root + "/open", 0o755)
+        try PrivateFile.makeDirectory(root + "/open")
+        #expect(Self.mode(root + "/open") == 0o755)
+    }
+}

@@ -2,7 +2,9 @@
 // need `_GNU_SOURCE`, which Swift's Glibc module is not built with.
 #define _GNU_SOURCE
 #include <errno.h>
+#include <fcntl.h>
 #include <sched.h>
+#include <stdio.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
 
@@ -49,4 +51,8 @@ void perch_cpu_relax(void) {
 #elif defined(__aarch64__)
     __asm__ __volatile__("yield");
 #endif
+}
+
+int perch_rename_no_replace(const char *from, const char *to) {
+    return renameat2(AT_FDCWD, from, AT_FDCWD, to, RENAME_NOREPLACE);
 }

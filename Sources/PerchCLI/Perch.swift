@@ -23,6 +23,9 @@ public enum Perch {
           threads --as UID                                     a user's threads inbox
           verify [--config config.yaml]                        check every page of the database, read-only
                                                                (beside a running host too)
+          backup [--config config.yaml] DIRECTORY              a consistent copy of the database and uploads,
+                                                               laid out as a data directory (beside a running
+                                                               host too)
           version                                              print the version
 
         """
@@ -55,6 +58,9 @@ public enum Perch {
         _ arguments: [String], print write: @escaping (String) -> Void = { print($0) },
         printError: @escaping (String) -> Void = { FileHandle.standardError.write(Data(($0 + "\n").utf8)) }
     ) -> Int32 {
+        if arguments.first == "backup" {
+            return BackupCommand.run(Array(arguments), print: write, printError: printError)
+        }
         var exitCode: Int32 = 0
         guard
             let parsed = ParsedArguments.forCommand(

@@ -1,3 +1,4 @@
+import CSched
 import Glibc
 
 /// Files and directories of the data directory: readable by their owner only (it holds every
@@ -26,13 +27,7 @@ public enum PrivateFile {
         try makeDirectory(directory)
         let fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
         guard fd >= 0 else { throw Failure(path: path, operation: "create", code: errno) }
-        var failure: Failure?
-        var written = 0
-        while failure == nil, written < bytes.count {
-            let count = bytes.withUnsafeBytes { Glibc.write(fd, $0.baseAddress! + written, $0.count - written) }
-            if count < 0, errno != EINTR { failure = Failure(path: path, operation: "write", code: errno) }
-            if count > 0 { written += count }
-        }
+        var failure = writeAll(fd, bytes[...], path: path)
         if failure == nil, fsync(fd) != 0 { failure = Failure(path: path, operation: "fsync", code: errno) }
         if close(fd) != 0, failure == nil { failure = Failure(path: path, operation: "close", code: errno) }
         if failure == nil { failure = sync(directory: directory) }
@@ -40,6 +35,50 @@ public enum PrivateFile {
             unlink(path)
             throw failure
         }
+    }
+
+    /// Copies the file at `source` to `path` (which must not exist) as ``write(_:to:)`` writes,
+    /// a megabyte at a time. On failure nothing is left at `path`.
+    public static func copy(_ source: String, to path: String) throws(Failure) {
+        let input = open(source, O_RDONLY | O_CLOEXEC)
+        guard input >= 0 else { throw Failure(path: source, operation: "open", code: errno) }
+        defer { close(input) }
+        let directory = parent(of: path)
+        try makeDirectory(directory)
+        let output = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
+        guard output >= 0 else { throw Failure(path: path, operation: "create", code: errno) }
+        var failure: Failure?
+        var buffer = [UInt8](repeating: 0, count: 1 << 20)
+        copying: while failure == nil {
+            let count = buffer.withUnsafeMutableBytes { read(input, $0.baseAddress, $0.count) }
+            if count < 0 {
+                if errno != EINTR { failure = Failure(path: source, operation: "read", code: errno) }
+                continue
+            }
+            if count == 0 { break copying }
+            failure = writeAll(output, buffer[..<count], path: path)
+        }
+        if failure == nil, fsync(output) != 0 { failure = Failure(path: path, operation: "fsync", code: errno) }
+        if close(output) != 0, failure == nil { failure = Failure(path: path, operation: "close", code: errno) }
+        if failure == nil { failure = sync(directory: directory) }
+        if let failure {
+            unlink(path)
+            throw failure
+        }
+    }
+
+    /// Writes every byte of `bytes` to `fd`, retrying short writes and interruptions.
+    private static func writeAll(_ fd: Int32, _ bytes: ArraySlice<UInt8>, path: String) -> Failure? {
+        var written = 0
+        while written < bytes.count {
+            let count = bytes.withUnsafeBytes { Glibc.write(fd, $0.baseAddress! + written, $0.count - written) }
+            if count < 0 {
+                if errno != EINTR { return Failure(path: path, operation: "write", code: errno) }
+                continue
+            }
+            written += count
+        }
+        return nil
     }
 
     /// Makes `path` and any missing parents, each new one with mode 0700 and flushed into its
@@ -53,6 +92,15 @@ public enum PrivateFile {
             throw Failure(path: path, operation: "mkdir", code: errno)
         }
         if let failure = sync(directory: up) { throw failure }
+    }
+
+    /// Renames `source` to `path` unless something is at `path` (never replaced, not even an empty
+    /// directory), and flushes the directory holding `path`.
+    public static func rename(_ source: String, to path: String) throws(Failure) {
+        guard perch_rename_no_replace(source, path) == 0 else {
+            throw Failure(path: path, operation: "rename", code: errno)
+        }
+        if let failure = sync(directory: parent(of: path)) { throw failure }
     }
 
     /// Flushes a directory's entries (a file created or renamed in it) to the disk.

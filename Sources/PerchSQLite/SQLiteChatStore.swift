@@ -359,6 +359,69 @@ extension SQLiteChatStore {
     }
 }
 
+/// What ``SQLiteChatStore/copy(path:to:)`` wrote: the copy's messages, the uploaded files its
+/// rows name (each to be copied beside it), and its size.
+public struct StoreCopy: Sendable {
+    public let messages: Int64
+    public let media: [String]
+    public let bytes: Int64
+}
+
+extension SQLiteChatStore {
+    /// Writes a consistent copy of the database at `path` to `copy`, a new file (mode 0600), and
+    /// checks it: `VACUUM INTO` reads one snapshot in one read transaction, so a host may go on
+    /// committing meanwhile (its checkpoints copy back only what the snapshot no longer needs,
+    /// and its log grows until the copy is done). The copy is compact, holds everything committed
+    /// when it began, is flushed to the disk, and is checked page by page before this returns.
+    /// - Throws: ``StoreOpenError`` (the source missing, not a Perch database, damaged; the copy
+    ///   already there or not writable). A failed copy leaves nothing at `copy`.
+    public static func copy(path: String, to copy: String) throws -> StoreCopy {
+        guard FileManager.default.fileExists(atPath: path) else {
+            throw StoreOpenError.cannotOpen(path: path, reason: "no such file")
+        }
+        // SQLite takes an empty file as the place to write; made here, the copy is private.
+        let created = Glibc.open(copy, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
+        guard created >= 0 else {
+            throw StoreOpenError.cannotOpen(path: copy, reason: String(cString: strerror(errno)))
+        }
+        Glibc.close(created)
+        var done = false
+        defer {
+            if !done { for suffix in ["", "-journal", "-wal", "-shm"] { unlink(copy + suffix) } }
+        }
+        do {
+            let source = try SQLiteConnection(path: path, readOnly: true)
+            let application = try source.scalar("PRAGMA application_id") ?? 0
+            guard application == Int64(Schema.applicationID) else { throw StoreOpenError.notAPerchDatabase(path: path) }
+            _ = try source.run("VACUUM INTO ?", [.text(copy)])
+        } catch let error as SQLiteError {
+            throw StoreOpenError.damaged(path: path, reason: error.message)
+        }
+        let result: StoreCopy
+        do {
+            let written = try SQLiteConnection(path: copy, readOnly: true)
+            let found = try written.query("PRAGMA quick_check(10)") { $0.text(0) }
+            guard found == ["ok"] else {
+                throw StoreOpenError.damaged(path: copy, reason: found.joined(separator: "; "))
+            }
+            let messages = try written.scalar("SELECT count(*) FROM messages") ?? 0
+            let media = try written.query("SELECT id FROM media ORDER BY id") { $0.text(0) }
+            let pages = try written.scalar("PRAGMA page_count") ?? 0
+            let pageSize = try written.scalar("PRAGMA page_size") ?? 0
+            result = StoreCopy(messages: messages, media: media, bytes: pages * pageSize)
+        } catch let error as SQLiteError {
+            throw StoreOpenError.damaged(path: copy, reason: error.message)
+        }
+        let descriptor = Glibc.open(copy, O_RDONLY | O_CLOEXEC)
+        defer { if descriptor >= 0 { Glibc.close(descriptor) } }
+        guard descriptor >= 0, fsync(descriptor) == 0 else {
+            throw StoreOpenError.cannotOpen(path: copy, reason: String(cString: strerror(errno)))
+        }
+        done = true
+        return result
+    }
+}
+
 /// The record, beside a database (`<file>-closed`), that its last store closed cleanly: its log
 /// copied back and emptied, every page checked at that store's open (or trusted through such a
 /// record). It holds the file's device, inode, size and modification and change times; any write

@@ -81,6 +81,31 @@ import Testing
         } catch {
             #expect(error.path == root + "/a/b/file/inner" && error.operation == "mkdir" && error.code == ENOTDIR)
         }
+        // A copy: in pieces of a megabyte, private, whole; a missing source names itself.
+        let large = (0..<(3 << 20) + 17).map { UInt8(truncatingIfNeeded: $0 &* 7) }
+        try PrivateFile.write(large, to: root + "/large")
+        try PrivateFile.copy(root + "/large", to: root + "/c/large")
+        #expect(FileManager.default.contents(atPath: root + "/c/large") == Data(large))
+        #expect(Self.mode(root + "/c/large") == 0o600 && Self.mode(root + "/c") == 0o700)
+        do {
+            try PrivateFile.copy(root + "/absent", to: root + "/c/absent")
+            Issue.record("a missing file was copied")
+        } catch {
+            #expect(error.path == root + "/absent" && error.code == ENOENT)
+        }
+        #expect(!FileManager.default.fileExists(atPath: root + "/c/absent"))
+        // A rename never replaces what is there, not even an empty directory.
+        try PrivateFile.makeDirectory(root + "/empty")
+        do {
+            try PrivateFile.rename(root + "/c", to: root + "/empty")
+            Issue.record("an empty directory was replaced")
+        } catch {
+            #expect(error.code == EEXIST && error.operation == "rename")
+        }
+        #expect(FileManager.default.fileExists(atPath: root + "/c/large"))
+        try PrivateFile.rename(root + "/c", to: root + "/d")
+        #expect(FileManager.default.contents(atPath: root + "/d/large") == Data(large))
+
         // An existing directory keeps its mode.
         try FileManager.default.createDirectory(atPath: root + "/open", withIntermediateDirectories: true)
         chmod(root + "/open", 0o755)

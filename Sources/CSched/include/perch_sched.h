@@ -21,4 +21,9 @@ int perch_process_cpu_count(void);
 /// its core gets the execution units meanwhile, and the loop does not flood the memory bus.
 void perch_cpu_relax(void);
 
+/// Renames `from` to `to` unless `to` exists (`renameat2` with RENAME_NOREPLACE, which Swift's Glibc
+/// module does not declare): an existing `to`, even an empty directory, is never replaced. Returns
+/// 0, or -1 with `errno` set (EEXIST when `to` exists).
+int perch_rename_no_replace(const char *from, const char *to);
+
 #endif

@@ -24,6 +24,8 @@ public enum RunCommand {
             return 64
         }
         let logger = HostLogger(format: format)
+        // Read (and taken out of the environment) before any plugin starts.
+        let manager = ServiceManager.fromEnvironment()
         let configPath = parsed.options["config"] ?? "config.yaml"
         let loader = ConfigurationLoader(swiftPlugins: Perch.builtInPlugins)
         let loaded = loader.load(configPath: configPath)
@@ -105,15 +107,27 @@ public enum RunCommand {
         }
         let signals = SignalWatcher()
         let watcher = FileWatcher(paths: [configPath, loaded.resolve(loaded.config?.botsDirectory ?? "bots")])
+        let listening = server.map { ", the API on \(loaded.config?.server.listenAddress?.host ?? ""):\($0.port)" } ?? ""
+        var running = CheckCommand.summary(loaded)
+        manager.ready(status: "running: \(running)\(listening)")
         while true {
             switch await signals.next(orFileChange: watcher) {
             case .stop:
+                manager.stopping()
                 server?.stop()
                 await host.stop()
                 return 0
             case .reload:
                 logger.info("reloading the configuration")
-                await host.reload(loader.load(configPath: configPath))
+                manager.reloading()
+                let next = loader.load(configPath: configPath)
+                if await host.reload(next) {
+                    running = CheckCommand.summary(next)
+                    manager.ready(status: "running: \(running)\(listening)")
+                } else {
+                    manager.ready(
+                        status: "running: \(running)\(listening); the last reload was refused (see the log)")
+                }
             }
         }
     }

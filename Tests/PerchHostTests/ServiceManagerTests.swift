@@ -1,0 +1,102 @@
+import Foundation
+import FoundationNetworking
+import Testing
+
+@testable import PerchCLI
+
+/// A Unix datagram socket standing in for systemd's notification socket.
+final class NotificationSocket {
+    let descriptor: Int32
+    /// What `NOTIFY_SOCKET` names: a path, or `@name` for the abstract namespace.
+    let name: String
+
+    init(abstract: Bool) throws {
+        let unique = UUID().uuidString.prefix(8).lowercased()
+        name = abstract ? "@perch-test-\(unique)" : "/tmp/perch-notify-\(unique).sock"
+        descriptor = socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        var path = Array(name.utf8)
+        if abstract { path[0] = 0 }
+        withUnsafeMutableBytes(of: &address.sun_path) { $0.copyBytes(from: path) }
+        let length = socklen_t(MemoryLayout<sa_family_t>.size + path.count + (abstract ? 0 : 1))
+        let bound = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(descriptor, $0, length) }
+        }
+        guard descriptor >= 0, bound == 0 else { throw POSIXError(.EADDRINUSE) }
+    }
+
+    deinit {
+        close(descriptor)
+        if !name.hasPrefix("@") { unlink(name) }
+    }
+
+    /// The next message, or nil after `seconds`.
+    func receive(within seconds: Int32 = 20) -> String? {
+        var ready = pollfd(fd: descriptor, events: Int16(POLLIN), revents: 0)
+        guard poll(&ready, 1, seconds * 1000) == 1 else { return nil }
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        let count = buffer.withUnsafeMutableBytes { recv(descriptor, $0.baseAddress, $0.count, 0) }
+        return count < 0 ? nil : String(decoding: buffer[..<count], as: UTF8.self)
+    }
+}
+
+@Suite struct ServiceManagerTests {
+    @Test func aMessageReachesAPathAndAnAbstractName() throws {
+        for abstract in [false, true] {
+            let listener = try NotificationSocket(abstract: abstract)
+            #expect(ServiceManager(socket: listener.name).send(["READY=1", "STATUS=here"]))
+            #expect(listener.receive(within: 5) == "READY=1\nSTATUS=here")
+        }
+        // No manager: nothing sent, nothing fails.
+        #expect(!ServiceManager(socket: nil).send(["READY=1"]))
+        #expect(!ServiceManager(socket: "").send(["READY=1"]))
+        #expect(!ServiceManager(socket: "/tmp/perch-nobody-listens-\(UUID()).sock").send(["READY=1"]))
+    }
+
+    /// `perch run` under a service manager: ready only once the API answers, reloading and ready
+    /// again around SIGHUP and a refused reload, stopping at SIGTERM.
+    @Test func perchRunTellsTheServiceManagerWhenItIsReadyReloadsAndStops() async throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("perch-notify-\(UUID())").path
+        try FileManager.default.createDirectory(atPath: directory + "/bots", withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let config = hostConfig + "\nserver:\n  listen: 127.0.0.1:0\n  apiKey: ${PERCH_TEST_KEY}\n"
+        try config.write(toFile: directory + "/config.yaml", atomically: true, encoding: .utf8)
+        let listener = try NotificationSocket(abstract: false)
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: HostCrashTests.buildDirectory + "/perch")
+        process.arguments = ["run", "--config", directory + "/config.yaml"]
+        var environment = ProcessInfo.processInfo.environment
+        environment["NOTIFY_SOCKET"] = listener.name
+        environment["PERCH_TEST_KEY"] = "a-test-key-of-some-length"
+        process.environment = environment
+        process.standardError = FileHandle(forWritingAtPath: "/dev/null")
+        process.standardOutput = FileHandle(forWritingAtPath: "/dev/null")
+        try process.run()
+        defer { if process.isRunning { process.terminate() } }
+
+        let ready = try #require(listener.receive())
+        #expect(ready.hasPrefix("READY=1\nSTATUS=running: 0 bots, 0 rules, 0 errors, the API on 127.0.0.1:"))
+        let port = try #require(ready.split(separator: ":").last.flatMap { Int($0) })
+        // Ready means answering: the first request after READY=1 succeeds.
+        let (_, response) = try await URLSession.shared.data(from: URL(string: "http://127.0.0.1:\(port)/readyz")!)
+        #expect((response as? HTTPURLResponse)?.statusCode == 200)
+
+        kill(process.processIdentifier, SIGHUP)
+        let reloading = try #require(listener.receive())
+        #expect(reloading.hasPrefix("RELOADING=1\nMONOTONIC_USEC="))
+        let time = reloading.split(separator: "\n")[1].dropFirst("MONOTONIC_USEC=".count)
+        #expect(!time.isEmpty && time.allSatisfy { $0.isNumber })
+        #expect(listener.receive() == ready)
+
+        // A broken bot file (seen by the file watcher): the reload is refused, the host runs on.
+        try "name: broken\nrules: [".write(toFile: directory + "/bots/broken.yaml", atomically: true, encoding: .utf8)
+        #expect(listener.receive()?.hasPrefix("RELOADING=1\n") == true)
+        #expect(listener.receive() == ready + "; the last reload was refused (see the log)")
+
+        process.terminate()
+        #expect(listener.receive() == "STOPPING=1\nSTATUS=stopping")
+        process.waitUntilExit()
+        #expect(process.terminationStatus == 0)
+    }
+}

@@ -107,7 +107,8 @@ public enum RunCommand {
         }
         let signals = SignalWatcher()
         let watcher = FileWatcher(paths: [configPath, loaded.resolve(loaded.config?.botsDirectory ?? "bots")])
-        let listening = server.map { ", the API on \(loaded.config?.server.listenAddress?.host ?? ""):\($0.port)" } ?? ""
+        let listening =
+            server.map { ", the API on \(loaded.config?.server.listenAddress?.host ?? ""):\($0.port)" } ?? ""
         var running = CheckCommand.summary(loaded)
         manager.ready(status: "running: \(running)\(listening)")
         while true {

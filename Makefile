@@ -3,7 +3,7 @@ SWIFT ?= swift
 CONFIG ?= config.yaml
 FUZZ_SECONDS ?= 600
 
-.PHONY: run test check build lint format fuzz bench api-fuzz setup clean
+.PHONY: run test check build lint format fuzz bench api-fuzz setup release clean
 
 ## Set up, build and start the host on the embedded backend with config.yaml and bots/.
 run: setup
@@ -11,14 +11,15 @@ run: setup
 	./scripts/dev-key .build/release/perch run --config $(CONFIG)
 
 ## Run the whole test suite (the format lint, the release build `make run` uses, the Swift tests, the
-## web chat in a headless browser) as CI does. The release build compiles each module whole, and
-## can fail where the tests' debug build does not.
+## web chat in a headless browser, the self-contained release build, tried) as CI does. The release
+## build compiles each module whole, and can fail where the tests' debug build does not.
 test:
 	@./scripts/setup --tests
 	$(SWIFT) format lint --strict --recursive Package.swift Sources Tests
 	$(SWIFT) build -c release --product perch
 	$(SWIFT) test --parallel
 	./scripts/web-test
+	./scripts/release
 
 ## Validate config.yaml and every bot file.
 check: setup
@@ -47,6 +48,11 @@ fuzz: setup
 ## schemathesis against docs/openapi.yaml and a live host (installs schemathesis from PyPI).
 api-fuzz: setup
 	./scripts/api-fuzz
+
+## dist/perch: perch with Swift's runtime linked in, for a Debian machine without the toolchain, and
+## dist/perch.packages, the Debian packages it needs there (docs/deploying.md).
+release:
+	./scripts/release
 
 ## Every benchmark in one invocation (peers-v1 with errbot/opsdroid/maubot, store, scale); see BENCHMARKS.md.
 bench:

@@ -1,0 +1,131 @@
+import Foundation
+import PerchSQLite
+import PerchTesting
+import Testing
+
+/// contrib/systemd: the units systemd itself accepts, and the commands they run are ones `perch`
+/// takes, run as the units run them.
+@Suite struct DeploymentTests {
+    static let units = ["perch.service", "perch-backup.service", "perch-backup.timer"]
+
+    /// The units with `/usr/local/bin/perch` replaced by this build's `perch`, in a new directory.
+    static func unitsForThisBuild() throws -> String {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("perch-units-\(UUID())").path
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        for unit in units {
+            let text = try String(contentsOfFile: repositoryRoot + "/contrib/systemd/" + unit, encoding: .utf8)
+            try text.replacingOccurrences(of: "/usr/local/bin/perch", with: HostCrashTests.buildDirectory + "/perch")
+                .write(toFile: directory + "/" + unit, atomically: true, encoding: .utf8)
+        }
+        return directory
+    }
+
+    /// One value of `key` in a unit's text.
+    static func value(_ key: String, in unit: String) throws -> String {
+        let text = try String(contentsOfFile: repositoryRoot + "/contrib/systemd/" + unit, encoding: .utf8)
+        let line = try #require(text.split(separator: "\n").first { $0.hasPrefix(key + "=") })
+        return String(line.dropFirst(key.count + 1))
+    }
+
+    @Test func systemdAnalyzeVerifyFindsNothingToSayAboutTheUnits() throws {
+        let directory = try Self.unitsForThisBuild()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/systemd-analyze")
+        process.arguments = ["verify"] + Self.units.map { directory + "/" + $0 }
+        let errors = Pipe()
+        process.standardError = errors
+        process.standardOutput = errors
+        try process.run()
+        let said = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        process.waitUntilExit()
+        #expect(process.terminationStatus == 0, "\(said)")
+        // An unknown key or a bad value is only a warning to systemd: none may be said.
+        #expect(said.isEmpty, "\(said)")
+    }
+
+    /// perch.service's ExecStart, with its configuration path pointed at a test's, under a
+    /// notification socket as systemd gives it (Type=notify), then its ExecReload's signal and a stop.
+    @Test func theServicesCommandRunsAsTheUnitRunsIt() async throws {
+        let start = try Self.value("ExecStart", in: "perch.service").split(separator: " ").map(String.init)
+        #expect(start.first == "/usr/local/bin/perch" && start.contains("--config"))
+        #expect(try Self.value("Type", in: "perch.service") == "notify")
+        #expect(try Self.value("ExecReload", in: "perch.service") == "/bin/kill -HUP $MAINPID")
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("perch-unit-\(UUID())").path
+        try FileManager.default.createDirectory(atPath: directory + "/bots", withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        try (hostConfig + "\nserver:\n  listen: 127.0.0.1:0\n  apiKey: ${PERCH_API_KEY}\n").write(
+            toFile: directory + "/config.yaml", atomically: true, encoding: .utf8)
+        var arguments = Array(start.dropFirst())
+        let config = try #require(arguments.firstIndex(of: "--config"))
+        arguments[config + 1] = directory + "/config.yaml"
+
+        let listener = try NotificationSocket(abstract: false)
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: HostCrashTests.buildDirectory + "/perch")
+        process.arguments = arguments
+        var environment = ProcessInfo.processInfo.environment
+        environment["NOTIFY_SOCKET"] = listener.name
+        environment["PERCH_API_KEY"] = "a-key-from-the-environment-file"
+        process.environment = environment
+        let output = Pipe()
+        process.standardError = output
+        process.standardOutput = FileHandle(forWritingAtPath: "/dev/null")
+        try process.run()
+        defer { if process.isRunning { process.terminate() } }
+        #expect(listener.receive()?.hasPrefix("READY=1\n") == true)
+        kill(process.processIdentifier, SIGHUP)
+        #expect(listener.receive()?.hasPrefix("RELOADING=1\n") == true)
+        #expect(listener.receive()?.hasPrefix("READY=1\n") == true)
+        process.terminate()
+        #expect(listener.receive() == "STOPPING=1\nSTATUS=stopping")
+        process.waitUntilExit()
+        #expect(process.terminationStatus == 0)
+        // --log-format json: every line the journal gets is one JSON object.
+        let lines = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+            .split(separator: "\n")
+        #expect(lines.count > 3)
+        for line in lines {
+            #expect((try? JSONSerialization.jsonObject(with: Data(line.utf8))) is [String: Any], "\(line)")
+        }
+    }
+
+    /// perch-backup.service's two commands, as systemd would run them (its `%%` is a `%`), on a
+    /// test's data and backup directories: a backup named by the time, and the ones older than 14
+    /// days removed.
+    @Test func theBackupServiceBacksUpAndRemovesOldBackups() async throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("perch-unit-\(UUID())").path
+        try FileManager.default.createDirectory(atPath: directory + "/bots", withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        try (hostConfig + "\nserver:\n  dataDirectory: data\n").write(
+            toFile: directory + "/config.yaml", atomically: true, encoding: .utf8)
+        try await withTestHost(configPath: directory + "/config.yaml", dataDirectory: directory + "/data") { chat in
+            _ = try await chat.post("kept", as: "alice", to: .group("room"))
+        }
+        let backups = directory + "/backups"
+        try FileManager.default.createDirectory(atPath: backups + "/old", withIntermediateDirectories: true)
+        let old = Date().addingTimeInterval(-15 * 86_400)
+        try FileManager.default.setAttributes([.modificationDate: old], ofItemAtPath: backups + "/old")
+        func shell(_ key: String) throws -> Int32 {
+            let command = try Self.value(key, in: "perch-backup.service")
+                .replacingOccurrences(of: "%%", with: "%")
+                .replacingOccurrences(of: "/usr/local/bin/perch", with: HostCrashTests.buildDirectory + "/perch")
+                .replacingOccurrences(of: "/etc/perch/config.yaml", with: directory + "/config.yaml")
+                .replacingOccurrences(of: "/var/lib/perch-backups", with: backups)
+            let process = Process()
+            process.executableURL = URL(fileURLWithPath: "/bin/sh")
+            process.arguments = ["-c", command]
+            process.standardOutput = FileHandle(forWritingAtPath: "/dev/null")
+            try process.run()
+            process.waitUntilExit()
+            return process.terminationStatus
+        }
+        #expect(try shell("ExecStart") == 0)
+        let made = try FileManager.default.contentsOfDirectory(atPath: backups).filter { $0 != "old" }
+        #expect(made.count == 1)
+        #expect(made.first?.wholeMatch(of: /\d{4}-\d{2}-\d{2}T\d{6}Z/) != nil, "\(made)")
+        #expect(try SQLiteChatStore.verify(path: backups + "/" + made[0] + "/perch.sqlite").isEmpty)
+        #expect(try shell("ExecStartPost") == 0)
+        #expect(try FileManager.default.contentsOfDirectory(atPath: backups) == made)
+    }
+}

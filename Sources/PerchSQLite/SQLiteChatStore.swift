@@ -382,7 +382,7 @@ extension SQLiteChatStore {
         // SQLite takes an empty file as the place to write; made here, the copy is private.
         let created = Glibc.open(copy, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
         guard created >= 0 else {
-            throw StoreOpenError.cannotOpen(path: copy, reason: String(cString: strerror(errno)))
+            throw StoreOpenError.cannotWrite(path: copy, reason: String(cString: strerror(errno)))
         }
         Glibc.close(created)
         var done = false
@@ -395,7 +395,12 @@ extension SQLiteChatStore {
             guard application == Int64(Schema.applicationID) else { throw StoreOpenError.notAPerchDatabase(path: path) }
             _ = try source.run("VACUUM INTO ?", [.text(copy)])
         } catch let error as SQLiteError {
-            throw StoreOpenError.damaged(path: path, reason: error.message)
+            switch error.code & 0xff {
+            case SQLITE_CORRUPT, SQLITE_NOTADB: throw StoreOpenError.damaged(path: path, reason: error.message)
+            // Writing the copy: its disk, not the database.
+            case SQLITE_FULL, SQLITE_IOERR: throw StoreOpenError.cannotWrite(path: copy, reason: error.message)
+            default: throw StoreOpenError.cannotOpen(path: path, reason: error.message)
+            }
         }
         let result: StoreCopy
         do {
@@ -415,7 +420,7 @@ extension SQLiteChatStore {
         let descriptor = Glibc.open(copy, O_RDONLY | O_CLOEXEC)
         defer { if descriptor >= 0 { Glibc.close(descriptor) } }
         guard descriptor >= 0, fsync(descriptor) == 0 else {
-            throw StoreOpenError.cannotOpen(path: copy, reason: String(cString: strerror(errno)))
+            throw StoreOpenError.cannotWrite(path: copy, reason: String(cString: strerror(errno)))
         }
         done = true
         return result
@@ -461,9 +466,11 @@ enum CleanClose {
     }
 }
 
-/// Why a database was refused at open. The file is left untouched.
+/// Why a database was refused at open (or could not be copied). The file is left untouched.
 public enum StoreOpenError: Error, CustomStringConvertible, Sendable {
     case cannotOpen(path: String, reason: String)
+    /// A copy's file (``SQLiteChatStore/copy(path:to:)``) could not be written.
+    case cannotWrite(path: String, reason: String)
     case newerSchema(path: String, found: Int, supported: Int)
     case notAPerchDatabase(path: String)
     case damaged(path: String, reason: String)
@@ -471,6 +478,7 @@ public enum StoreOpenError: Error, CustomStringConvertible, Sendable {
     public var description: String {
         switch self {
         case .cannotOpen(let path, let reason): return "cannot open the database \(path): \(reason)"
+        case .cannotWrite(let path, let reason): return "cannot write \(path): \(reason)"
         case .newerSchema(let path, let found, let supported):
             return "the database \(path) was written by a newer Perch (schema \(found); this Perch reads up to "
                 + "\(supported)); upgrade Perch — the file was not changed"

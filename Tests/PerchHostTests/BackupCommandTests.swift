@@ -114,6 +114,42 @@ import Testing
         }
     }
 
+    /// A backup onto a disk with no room (a 64 KiB file system of the test's own, mounted in a
+    /// mount namespace of a child process): the failure names the copy, not the database, and
+    /// leaves nothing on that disk.
+    @Test(.enabled(if: geteuid() == 0, "a mount namespace of the test's own needs root"))
+    func aBackupOntoAFullDiskFailsNamingTheCopyAndLeavesNothing() async throws {
+        try await withShippedCopy { directory in
+            let config = directory + "/config.yaml"
+            try await withTestHost(configPath: config, dataDirectory: directory + "/data") { chat in
+                for index in 0..<300 { _ = try await chat.post("message \(index)", as: "alice", to: .group("general")) }
+            }
+            let small = directory + "/small"
+            try FileManager.default.createDirectory(atPath: small, withIntermediateDirectories: true)
+            let process = Process()
+            process.executableURL = URL(fileURLWithPath: "/usr/bin/unshare")
+            process.arguments = [
+                "-m", "sh", "-c",
+                #"mount -t tmpfs -o size=64k tmpfs "$1" && "$2" backup --config "$3" "$1/copy"; code=$?; ls -A "$1"; exit $code"#,
+                "sh", small, HostCrashTests.buildDirectory + "/perch", config,
+            ]
+            let output = Pipe()
+            let errors = Pipe()
+            process.standardOutput = output
+            process.standardError = errors
+            try process.run()
+            let listed = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+            let said = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+            process.waitUntilExit()
+            #expect(process.terminationStatus == 1, "\(said)")
+            #expect(said.contains("nothing was written to \(small)/copy"), "\(said)")
+            #expect(said.contains("cannot write \(small)/copy.partial-"), "\(said)")
+            #expect(!said.contains("damaged"), "\(said)")
+            // What the full disk held when the backup gave up: nothing.
+            #expect(listed.isEmpty, "\(listed)")
+        }
+    }
+
     @Test func aBackupNeverWritesOverAnythingAndLeavesNothingWhenItFails() async throws {
         try await withShippedCopy { directory in
             let config = directory + "/config.yaml"

@@ -325,7 +325,8 @@ public actor BotHost {
                     endingAtTick: acknowledged < cursor)
             } catch {
                 guard !Task.isCancelled else { break }
-                let kind = "\(name) \((error as? ChatError)?.code.rawValue ?? String(reflecting: type(of: error)))"
+                // The loop's calls throw ChatError only: its code names the kind of failure.
+                let kind = "\(name) \(error.code.rawValue)"
                 if let more = streamFailures.suffix(kind, at: options.monotonic()) {
                     options.logger.error("bot \(name) stream failed: \(error); retrying\(more)", ["bot": name])
                 }

@@ -128,4 +128,71 @@ import Testing
         #expect(try shell("ExecStartPost") == 0)
         #expect(try FileManager.default.contentsOfDirectory(atPath: backups) == made)
     }
+
+    /// What perch.service's sandbox allows (ProtectSystem=strict with StateDirectory): every file
+    /// system read-only but the data directory, in a mount namespace of a child process. The host
+    /// starts, takes a message and an upload, reloads, is backed up and stops without writing
+    /// anywhere else.
+    @Test(.enabled(if: geteuid() == 0, "a mount namespace of the test's own needs root"))
+    func theHostWritesNothingButItsDataDirectory() async throws {
+        let root = FileManager.default.temporaryDirectory.appendingPathComponent("perch-ro-\(UUID())").path
+        defer { try? FileManager.default.removeItem(atPath: root) }
+        let (etc, state) = (root + "/etc", root + "/state")
+        try FileManager.default.createDirectory(atPath: etc + "/bots", withIntermediateDirectories: true)
+        try FileManager.default.createDirectory(atPath: state, withIntermediateDirectories: true)
+        try FileManager.default.copyItem(atPath: repositoryRoot + "/bots", toPath: etc + "/bots/shipped")
+        for bot in try FileManager.default.contentsOfDirectory(atPath: etc + "/bots/shipped") {
+            try FileManager.default.moveItem(atPath: etc + "/bots/shipped/" + bot, toPath: etc + "/bots/" + bot)
+        }
+        try FileManager.default.removeItem(atPath: etc + "/bots/shipped")
+        let config = try String(contentsOfFile: repositoryRoot + "/config.yaml", encoding: .utf8)
+            .replacingOccurrences(of: "listen: 127.0.0.1:8080", with: "listen: 127.0.0.1:0")
+            .replacingOccurrences(of: "dataDirectory: data", with: "dataDirectory: \(state)")
+        try config.write(toFile: etc + "/config.yaml", atomically: true, encoding: .utf8)
+        let before = try FileManager.default.subpathsOfDirectory(atPath: etc).sorted()
+        let script = #"""
+            set -e
+            mount --make-rprivate /
+            mount --bind "$STATE" "$STATE"
+            mount -o remount,bind,ro /
+            ! touch "$ETC/written" 2>/dev/null
+            export PERCH_API_KEY=a-key-for-the-sandbox-test
+            "$PERCH" run --config "$ETC/config.yaml" > "$STATE/host.log" 2>&1 &
+            host=$!
+            for i in $(seq 200); do
+                port=$(sed -n 's/.*address=127.0.0.1:\([0-9]*\) http listening.*/\1/p' "$STATE/host.log")
+                [ -n "$port" ] && break
+                sleep 0.05
+            done
+            call() { curl -s -o /dev/null -w '%{http_code}\n' -H "apikey: $PERCH_API_KEY" -H "onBehalfOf: carol" "$@"; }
+            echo "send $(call -H 'Content-Type: application/json' -d '{"receiver":"general","receiverType":"group","type":"text","data":{"text":"hello <@uid:helper>"}}' "http://127.0.0.1:$port/v3/messages")"
+            echo "upload $(printf 'bytes' | call -H 'Content-Type: text/plain' --data-binary @- "http://127.0.0.1:$port/v3/media?name=a.txt")"
+            kill -HUP $host
+            sleep 0.5
+            "$PERCH" backup --config "$ETC/config.yaml" "$STATE/backup" > /dev/null && echo backup
+            kill -TERM $host
+            wait $host && echo stopped
+            """#
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/unshare")
+        process.arguments = ["-m", "sh", "-c", script]
+        var environment = ProcessInfo.processInfo.environment
+        environment["STATE"] = state
+        environment["ETC"] = etc
+        environment["PERCH"] = HostCrashTests.buildDirectory + "/perch"
+        process.environment = environment
+        let output = Pipe()
+        process.standardOutput = output
+        process.standardError = output
+        try process.run()
+        let said = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        process.waitUntilExit()
+        #expect(process.terminationStatus == 0, "\(said)")
+        #expect(said.split(separator: "\n") == ["send 200", "upload 200", "backup", "stopped"], "\(said)")
+        let log = try String(contentsOfFile: state + "/host.log", encoding: .utf8)
+        #expect(log.contains("reloaded"), "\(log)")
+        #expect(!log.contains(" error "), "\(log)")
+        #expect(try FileManager.default.subpathsOfDirectory(atPath: etc).sorted() == before)
+        #expect(FileManager.default.fileExists(atPath: state + "/backup/perch.sqlite"))
+    }
 }

@@ -27,14 +27,7 @@ public enum PrivateFile {
         try makeDirectory(directory)
         let fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
         guard fd >= 0 else { throw Failure(path: path, operation: "create", code: errno) }
-        var failure = writeAll(fd, bytes[...], path: path)
-        if failure == nil, fsync(fd) != 0 { failure = Failure(path: path, operation: "fsync", code: errno) }
-        if close(fd) != 0, failure == nil { failure = Failure(path: path, operation: "close", code: errno) }
-        if failure == nil { failure = sync(directory: directory) }
-        if let failure {
-            unlink(path)
-            throw failure
-        }
+        try finish(fd, path: path, in: directory, after: writeAll(fd, bytes[...], path: path))
     }
 
     /// Copies the file at `source` to `path` (which must not exist) as ``write(_:to:)`` writes,
@@ -58,8 +51,17 @@ public enum PrivateFile {
             if count == 0 { break copying }
             failure = writeAll(output, buffer[..<count], path: path)
         }
-        if failure == nil, fsync(output) != 0 { failure = Failure(path: path, operation: "fsync", code: errno) }
-        if close(output) != 0, failure == nil { failure = Failure(path: path, operation: "close", code: errno) }
+        try finish(output, path: path, in: directory, after: failure)
+    }
+
+    /// Flushes and closes a new file `fd` at `path` (unless writing it failed), then flushes its
+    /// entry in `directory`; on any failure the file is taken away and the first failure thrown.
+    private static func finish(_ fd: Int32, path: String, in directory: String, after written: Failure?)
+        throws(Failure)
+    {
+        var failure = written
+        if failure == nil, fsync(fd) != 0 { failure = Failure(path: path, operation: "fsync", code: errno) }
+        if close(fd) != 0, failure == nil { failure = Failure(path: path, operation: "close", code: errno) }
         if failure == nil { failure = sync(directory: directory) }
         if let failure {
             unlink(path)

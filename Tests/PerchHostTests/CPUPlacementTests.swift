@@ -45,14 +45,16 @@ import Testing
         let disk = pci + "/virtio1/block/vda"
         try FileManager.default.createDirectory(atPath: disk, withIntermediateDirectories: true)
         try FileManager.default.createDirectory(atPath: pci + "/msi_irqs", withIntermediateDirectories: true)
-        for irq in ["35", "36"] { FileManager.default.createFile(atPath: pci + "/msi_irqs/" + irq, contents: Data()) }
+        for irq in ["35", "36"] {
+            _ = FileManager.default.createFile(atPath: pci + "/msi_irqs/" + irq, contents: Data())
+        }
         // A legacy interrupt above the MSI device is not reached.
-        FileManager.default.createFile(atPath: devices + "pci0000:00/irq", contents: Data("9\n".utf8))
+        _ = FileManager.default.createFile(atPath: devices + "pci0000:00/irq", contents: Data("9\n".utf8))
         #expect(CPUPlacement.deviceInterrupts(under: disk, root: devices) == [35, 36])
 
         let legacy = devices + "platform/ahci/host0/sda"
         try FileManager.default.createDirectory(atPath: legacy, withIntermediateDirectories: true)
-        FileManager.default.createFile(atPath: devices + "platform/ahci/irq", contents: Data("19\n".utf8))
+        _ = FileManager.default.createFile(atPath: devices + "platform/ahci/irq", contents: Data("19\n".utf8))
         #expect(CPUPlacement.deviceInterrupts(under: legacy, root: devices) == [19])
 
         // A virtual device has none.

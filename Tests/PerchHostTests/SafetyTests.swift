@@ -168,7 +168,7 @@ import Testing
             }
             try await service.leave("room", as: "carol")
             try await service.kick("carol", from: "other", by: "alice")
-            try await service.changeScope(of: "bob", in: "room", to: .participant, by: "alice")
+            _ = try await service.changeScope(of: "bob", in: "room", to: .participant, by: "alice")
             let configPath = chat.directory + "/../config.yaml"
             func reload() async {
                 let loaded = ConfigurationLoader(environment: [:]).load(configPath: configPath)

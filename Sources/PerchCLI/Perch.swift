@@ -5,7 +5,7 @@ import PerchSQLite
 
 /// The `perch` command: parses the words, runs one subcommand, returns its exit code.
 public enum Perch {
-    public static let version = "0.1.0"
+    public static let version = PerchVersion.current
 
     static let usage = """
         usage: perch <command> [options]

@@ -301,7 +301,8 @@ extension PerchAPI {
             route("GET", "healthz", name: "healthz", authenticated: false) { _, _ in .text(200, "ok\n") },
             route("GET", "readyz", name: "readyz", authenticated: false) { api, _ in await api.ready() },
             route("GET", "metrics", name: "metrics", authenticated: false) { api, _ in
-                .text(200, api.metrics.prometheusText + "\n", type: "text/plain; version=0.0.4")
+                api.host?.sampleStorage()
+                return .text(200, api.metrics.prometheusText + "\n", type: "text/plain; version=0.0.4")
             },
             route("GET", "v3/features", name: "features") { api, _ in
                 .json(
@@ -402,8 +403,9 @@ final class RouteMetrics: Sendable {
     init(_ metrics: HostMetrics, route: String) {
         self.metrics = metrics
         self.route = route
-        buckets = Self.bounds.map {
-            metrics.counter("perch_http_request_duration_seconds_bucket", ["route": route, "le": String($0)])
+        // The last bucket, `+Inf`, counts every request: the format needs it (it equals `_count`).
+        buckets = (Self.bounds.map { String($0) } + ["+Inf"]).map {
+            metrics.counter("perch_http_request_duration_seconds_bucket", ["route": route, "le": $0])
         }
         count = metrics.counter("perch_http_request_duration_seconds_count", ["route": route])
         sum = metrics.counter("perch_http_request_duration_seconds_sum", ["route": route])
@@ -417,7 +419,7 @@ final class RouteMetrics: Sendable {
             return counter
         }
         requests.add()
-        for (bound, bucket) in zip(Self.bounds, buckets) where seconds <= bound { bucket.add() }
+        for (bound, bucket) in zip(Self.bounds + [.infinity], buckets) where seconds <= bound { bucket.add() }
         count.add()
         sum.add(seconds)
     }

@@ -86,6 +86,20 @@ public actor BotHost {
 
     var logger: HostLogger { options.logger }
 
+    /// The database's path once the store is open (for ``sampleStorage()``).
+    private nonisolated let storageFiles = Lock<String?>(nil)
+
+    /// Sets `perch_database_bytes` to the sizes of the database and its write-ahead log now: a
+    /// scrape asks, so a log growing behind a long reader (a backup) shows.
+    public nonisolated func sampleStorage() {
+        guard let path = storageFiles.withLock({ $0 }) else { return }
+        for (file, suffix) in [("database", ""), ("wal", "-wal")] {
+            var status = stat()
+            let size = stat(path + suffix, &status) == 0 ? Double(status.st_size) : 0
+            metrics.set("perch_database_bytes", ["file": file], to: size)
+        }
+    }
+
     /// The store path for a configuration.
     nonisolated func databasePath(_ loaded: LoadedConfiguration) -> String {
         let directory = options.dataDirectory ?? loaded.resolve(loaded.config?.server.dataDirectory ?? "data")
@@ -130,6 +144,9 @@ public actor BotHost {
             logger: HostChatLogger(logger: logger))
         self.store = store
         self.service = service
+        storageFiles.withLock { $0 = path }
+        metrics.set("perch_build_info", ["version": PerchVersion.current], to: 1)
+        metrics.set("perch_start_time_seconds", to: Date().timeIntervalSince1970.rounded())
         try await seed(config, service)
         logger.info(
             "seed applied", ["users": String(config.seed.users.count), "groups": String(config.seed.groups.count)])
@@ -209,6 +226,7 @@ public actor BotHost {
             current = fresh
             return old
         }
+        metrics.set("perch_bots", to: Double(fresh.count))
         for (name, runtime) in previous where fresh[name] == nil {
             consumers.removeValue(forKey: name)?.cancel()
             for plugin in runtime.bot.plugins.values { (plugin as? ExternalPlugin)?.stop() }

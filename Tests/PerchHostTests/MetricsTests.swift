@@ -77,4 +77,35 @@ import Testing
         metrics.increment("perch_test_only")
         #expect(metrics.prometheusText.hasSuffix("perch_test_only 1.0"))
     }
+
+    /// contrib/prometheus/perch-alerts.yml: Prometheus reads it, its own tests pass (each alert fires
+    /// on the series that should fire it, with its summary, and not before), and every Perch metric
+    /// it names is one the host exposes.
+    @Test func theAlertingRulesLoadPassTheirTestsAndNameRealMetrics() throws {
+        let directory = repositoryRoot + "/contrib/prometheus"
+        for arguments in [["check", "rules", "perch-alerts.yml"], ["test", "rules", "perch-alerts.test.yml"]] {
+            let process = Process()
+            process.executableURL = URL(fileURLWithPath: "/usr/bin/promtool")
+            process.arguments = arguments
+            process.currentDirectoryURL = URL(fileURLWithPath: directory)
+            let output = Pipe()
+            process.standardOutput = output
+            process.standardError = output
+            try process.run()
+            let said = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+            process.waitUntilExit()
+            #expect(process.terminationStatus == 0, "\(arguments): \(said)")
+            #expect(said.contains("SUCCESS"), "\(said)")
+        }
+        let rules = try String(contentsOfFile: directory + "/perch-alerts.yml", encoding: .utf8)
+        let named = Set(rules.matches(of: /perch_[a-z_]+/).map { String($0.output) })
+        #expect(!named.isEmpty)
+        for name in named {
+            let family = ["_bucket", "_sum", "_count"].reduce(name) { name, suffix in
+                name.hasSuffix(suffix) && HostMetrics.families[String(name.dropLast(suffix.count))] != nil
+                    ? String(name.dropLast(suffix.count)) : name
+            }
+            #expect(HostMetrics.families[family] != nil, "the rules name \(name), which Perch does not expose")
+        }
+    }
 }

@@ -204,6 +204,25 @@ import Testing
     /// The host starts an `exec` plugin through `/usr/bin/env` in the configuration's directory;
     /// a program it would not find is said at check time. A warning, not an error: the host may
     /// run with another PATH than the check.
+    /// The web chat's development sign-in on an address other machines reach is a warning (anyone
+    /// there could act as any seeded person); on a loopback address it is what `make run` uses.
+    @Test func aDevelopmentSignInReachableFromOtherMachinesIsAWarning() throws {
+        for (listen, warned) in [
+            ("0.0.0.0:8080", true), ("10.1.2.3:80", true), ("[::]:8080", true), ("127.0.0.1:8080", false),
+            ("127.0.0.2:9000", false), ("localhost:8080", false), ("[::1]:8080", false),
+        ] {
+            let fixture = try ConfigFixture(
+                config: ConfigFixture.baseConfig + "\nserver:\n  listen: \"\(listen)\"\n  devSignIn: true\n")
+            defer { fixture.cleanup() }
+            let loaded = fixture.load()
+            #expect(loaded.isValid, "\(listen)")
+            let expected =
+                "config.yaml:14:14: warning: server.devSignIn: lets anyone who reaches \(listen) act as any seeded "
+                + "person without a token; keep it for development on a loopback address (127.0.0.1)"
+            #expect(loaded.findings.map(\.description) == (warned ? [expected] : []), "\(listen)")
+        }
+    }
+
     @Test func anExecPluginWhoseProgramCannotStartIsAWarning() throws {
         let bot =
             ConfigFixture.baseBot + """

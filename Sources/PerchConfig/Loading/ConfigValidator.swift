@@ -40,6 +40,12 @@ struct ConfigValidator {
         if config.server.listenAddress == nil {
             error("server.listen", "expected host:port, found '\(config.server.listen)'")
         }
+        if config.server.devSignIn, let address = config.server.listenAddress, !Self.isLoopback(address.host) {
+            error(
+                "server.devSignIn",
+                "lets anyone who reaches \(config.server.listen) act as any seeded person without a token; "
+                    + "keep it for development on a loopback address (127.0.0.1)", severity: .warning)
+        }
         if config.server.dataDirectory.isEmpty { error("server.dataDirectory", "must not be empty") }
         if let key = config.server.apiKey, !key.isEmpty, key.count < 16 {
             error("server.apiKey", "an API key needs at least 16 characters")
@@ -64,6 +70,12 @@ struct ConfigValidator {
         validateStrings()
         validateSeed()
         return findings
+    }
+
+    /// Whether `host` (of `server.listen`) is reachable from this machine only.
+    static func isLoopback(_ host: String) -> Bool {
+        let bare = host.hasPrefix("[") && host.hasSuffix("]") ? String(host.dropFirst().dropLast()) : host
+        return bare == "localhost" || bare == "::1" || bare.hasPrefix("127.")
     }
 
     mutating func validateStrings() {

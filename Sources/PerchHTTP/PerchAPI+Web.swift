@@ -26,6 +26,19 @@ public struct WebSettings: Sendable {
         "html": "text/html; charset=utf-8", "js": "text/javascript; charset=utf-8", "css": "text/css; charset=utf-8",
         "svg": "image/svg+xml", "png": "image/png", "ico": "image/x-icon",
     ]
+
+    /// The web chat's files are the page's only code: scripts, styles and requests from this origin
+    /// alone (nothing inline, so a message's text that slipped into the page as markup could not
+    /// run), downloads shown from `blob:` URLs, and the page never framed by another site
+    /// (clickjacking) or naming itself in a `Referer`.
+    static let pageHeaders = [
+        (
+            "Content-Security-Policy",
+            "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data: blob:; "
+                + "connect-src 'self'; object-src 'none'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
+        ),
+        ("X-Frame-Options", "DENY"), ("Referrer-Policy", "no-referrer"), ("X-Content-Type-Options", "nosniff"),
+    ]
 }
 
 extension PerchAPI {
@@ -75,6 +88,8 @@ extension PerchAPI {
             let bytes = FileManager.default.contents(atPath: directory + "/" + name)
         else { throw HTTPRefusal.notServed }
         return HTTPResponse(
-            status: 200, headers: [("Content-Type", type), ("Cache-Control", "no-cache")], body: Array(bytes))
+            status: 200,
+            headers: [("Content-Type", type), ("Cache-Control", "no-cache")] + WebSettings.pageHeaders,
+            body: Array(bytes))
     }
 }

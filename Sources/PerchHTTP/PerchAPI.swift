@@ -132,9 +132,26 @@ public final class PerchAPI: Sendable {
         routes.map { ($0.method, "/" + $0.pattern.joined(separator: "/")) }
     }
 
-    /// Answers one request.
+    /// Answers one request, with the headers every HTTP answer carries (``protected(_:)``).
     public func respond(to http: HTTPRequest) async -> HTTPResponse {
-        await respond(to: http, socketCaller: nil)
+        Self.protected(await respond(to: http, socketCaller: nil))
+    }
+
+    /// `response` with `X-Content-Type-Options: nosniff` (a browser never reads JSON or an upload
+    /// as a page or a script) and, unless it says otherwise (the web chat's files), `Cache-Control:
+    /// no-store`: an answer is for its caller alone, and a cache in front keys on the URL, not on
+    /// the `apikey` or `authtoken` header that chose what the answer shows.
+    static func protected(_ response: HTTPResponse) -> HTTPResponse {
+        var response = response
+        var hasCacheControl = false
+        var hasNoSniff = false
+        for (name, _) in response.headers {
+            if name.caseInsensitiveCompare("Cache-Control") == .orderedSame { hasCacheControl = true }
+            if name.caseInsensitiveCompare("X-Content-Type-Options") == .orderedSame { hasNoSniff = true }
+        }
+        if !hasCacheControl { response.headers.append(("Cache-Control", "no-store")) }
+        if !hasNoSniff { response.headers.append(("X-Content-Type-Options", "nosniff")) }
+        return response
     }
 
     /// Answers one request; `socketCaller`: sent over a WebSocket, whose handshake authenticated

@@ -33,6 +33,41 @@ import Testing
         }
     }
 
+    /// The page and its files: a strict Content-Security-Policy (the browser tests run the whole web
+    /// chat under it and fail on anything it refuses), never framed, no Referer. Every API answer,
+    /// refusals too: never stored by a cache in front (it keys on the URL, not on the credentials
+    /// that chose the answer), never sniffed into a page.
+    @Test func thePageIsLockedDownAndNoAnswerIsCached() async throws {
+        try await withHTTPChat(web: try Self.web(devSignIn: true)) { http in
+            for path in ["/", "/web/app.js"] {
+                let file = try await http.call("GET", path, as: .nobody)
+                let policy = try #require(file.headers["content-security-policy"], "\(path)")
+                for directive in [
+                    "default-src 'self'", "script-src 'self'", "frame-ancestors 'none'", "object-src 'none'",
+                ] {
+                    #expect(policy.contains(directive), "\(path): \(policy)")
+                }
+                #expect(!policy.contains("unsafe-inline") && !policy.contains("unsafe-eval"))
+                #expect(file.headers["x-frame-options"] == "DENY")
+                #expect(file.headers["referrer-policy"] == "no-referrer")
+                #expect(file.headers["x-content-type-options"] == "nosniff")
+                #expect(file.headers["cache-control"] == "no-cache", "\(path)")
+            }
+            let sent = try await http.call(
+                "POST", "/v3/messages", as: .user("alice"),
+                json: #"{"receiver": "room", "receiverType": "group", "data": {"text": "private"}}"#)
+            for answer in [
+                sent, try await http.call("GET", "/v3/groups/room/messages", as: .user("alice")),
+                try await http.call("GET", "/v3/messages/999999", as: .user("alice")),
+                try await http.call("GET", "/v3/users", as: .nobody),
+                try await http.call("GET", "/v3/web/settings", as: .nobody),
+            ] {
+                #expect(answer.headers["cache-control"] == "no-store", "\(answer.status)")
+                #expect(answer.headers["x-content-type-options"] == "nosniff", "\(answer.status)")
+            }
+        }
+    }
+
     @Test func signInMintsATokenForASeededPersonOnly() async throws {
         try await withHTTPChat(web: try Self.web(devSignIn: true)) { http in
             let settings = try await http.call("GET", "/v3/web/settings", as: .nobody)

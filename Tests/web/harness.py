@@ -151,6 +151,8 @@ def browser():
     for argument in ["--headless=new", "--no-sandbox", "--disable-gpu", "--window-size=1280,860",
                      "--disable-dev-shm-usage"]:
         options.add_argument(argument)
+    # The page's console, so each test can see what the Content-Security-Policy refused.
+    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
     driver = webdriver.Chrome(service=Service(os.environ.get("CHROMEDRIVER", "/usr/bin/chromedriver")),
                               options=options)
     driver.implicitly_wait(0)

@@ -32,6 +32,12 @@ class WebChatTestCase(unittest.TestCase):
         cls.driver.quit()
         cls.server.stop()
 
+    def tearDown(self):
+        # The page served with a strict Content-Security-Policy: nothing it does may be refused.
+        refused = [entry["message"] for entry in self.driver.get_log("browser")
+                   if "Content Security Policy" in entry["message"] or "Refused to" in entry["message"]]
+        self.assertEqual(refused, [], "the Content-Security-Policy refused what the page did")
+
     def page(self, uid="alice"):
         self.driver.delete_all_cookies()
         self.driver.get(self.server.url + "/")

@@ -25,9 +25,21 @@ public enum PrivateFile {
     public static func write(_ bytes: [UInt8], to path: String) throws(Failure) {
         let directory = parent(of: path)
         try makeDirectory(directory)
+        let fd = try createNew(path)
+        try finish(fd, path: path, in: directory, after: writeAll(fd, bytes[...], path: path))
+    }
+
+    /// Creates `path` empty with mode 0600 unless something is there (`EEXIST`, left as it is). For
+    /// files another library fills, such as SQLite, which takes an empty file as a new database.
+    public static func createEmpty(_ path: String) throws(Failure) {
+        close(try createNew(path))
+    }
+
+    /// `path` made new with mode 0600, open for writing.
+    private static func createNew(_ path: String) throws(Failure) -> Int32 {
         let fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
         guard fd >= 0 else { throw Failure(path: path, operation: "create", code: errno) }
-        try finish(fd, path: path, in: directory, after: writeAll(fd, bytes[...], path: path))
+        return fd
     }
 
     /// Copies the file at `source` to `path` (which must not exist) as ``write(_:to:)`` writes,
@@ -38,8 +50,7 @@ public enum PrivateFile {
         defer { close(input) }
         let directory = parent(of: path)
         try makeDirectory(directory)
-        let output = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
-        guard output >= 0 else { throw Failure(path: path, operation: "create", code: errno) }
+        let output = try createNew(path)
         var failure: Failure?
         var buffer = [UInt8](repeating: 0, count: 1 << 20)
         copying: while failure == nil {

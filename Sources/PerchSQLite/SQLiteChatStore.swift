@@ -62,8 +62,7 @@ public final class SQLiteChatStore: ChatStore {
         self.pollInterval = max(pollInterval, .milliseconds(1))
         // A new file is its owner's alone (SQLite would make it 0644 less the umask); its log and
         // shared-memory files take its mode. An existing file keeps the mode it has.
-        let created = Glibc.open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
-        if created >= 0 { Glibc.close(created) }
+        try? PrivateFile.createEmpty(path)
         let connection: SQLiteConnection
         do {
             connection = try SQLiteConnection(path: path, readOnly: false)
@@ -336,21 +335,28 @@ extension SQLiteChatStore {
 }
 
 extension SQLiteChatStore {
+    /// The Perch database at `path`, opened read-only (``verify(path:limit:)``, ``copy(path:to:)``).
+    /// - Throws: ``StoreOpenError`` for no file or another kind of file; SQLite's errors as they are.
+    static func openExisting(_ path: String) throws -> SQLiteConnection {
+        guard FileManager.default.fileExists(atPath: path) else {
+            throw StoreOpenError.cannotOpen(path: path, reason: "no such file")
+        }
+        let db = try SQLiteConnection(path: path, readOnly: true)
+        let application = try db.scalar("PRAGMA application_id") ?? 0
+        guard application == Int64(Schema.applicationID) else { throw StoreOpenError.notAPerchDatabase(path: path) }
+        return db
+    }
+
     /// Every page and index entry of the database at `path`, checked read-only (`PRAGMA
     /// integrity_check`, more thorough than the check at open: each index against its table), beside
     /// a running host if there is one (it reads one snapshot; the host's log cannot start over
     /// meanwhile). Answers the problems SQLite found (none: whole), at most `limit`.
     /// - Throws: ``StoreOpenError`` when the file cannot be opened or is not a Perch database.
     public static func verify(path: String, limit: Int = 100) throws -> [String] {
-        guard FileManager.default.fileExists(atPath: path) else {
-            throw StoreOpenError.cannotOpen(path: path, reason: "no such file")
-        }
         do {
-            let db = try SQLiteConnection(path: path, readOnly: true)
+            let db = try openExisting(path)
             try db.execute("BEGIN")
             defer { try? db.execute("COMMIT") }
-            let application = try db.scalar("PRAGMA application_id") ?? 0
-            guard application == Int64(Schema.applicationID) else { throw StoreOpenError.notAPerchDatabase(path: path) }
             let found = try db.query("PRAGMA integrity_check(\(max(1, limit)))") { $0.text(0) }
             return found == ["ok"] ? [] : found
         } catch let error as SQLiteError {
@@ -380,20 +386,17 @@ extension SQLiteChatStore {
             throw StoreOpenError.cannotOpen(path: path, reason: "no such file")
         }
         // SQLite takes an empty file as the place to write; made here, the copy is private.
-        let created = Glibc.open(copy, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
-        guard created >= 0 else {
-            throw StoreOpenError.cannotWrite(path: copy, reason: String(cString: strerror(errno)))
+        do {
+            try PrivateFile.createEmpty(copy)
+        } catch {
+            throw StoreOpenError.cannotWrite(path: copy, reason: String(cString: strerror(error.code)))
         }
-        Glibc.close(created)
         var done = false
         defer {
             if !done { for suffix in ["", "-journal", "-wal", "-shm"] { unlink(copy + suffix) } }
         }
         do {
-            let source = try SQLiteConnection(path: path, readOnly: true)
-            let application = try source.scalar("PRAGMA application_id") ?? 0
-            guard application == Int64(Schema.applicationID) else { throw StoreOpenError.notAPerchDatabase(path: path) }
-            _ = try source.run("VACUUM INTO ?", [.text(copy)])
+            _ = try openExisting(path).run("VACUUM INTO ?", [.text(copy)])
         } catch let error as SQLiteError {
             switch error.code & 0xff {
             case SQLITE_CORRUPT, SQLITE_NOTADB: throw StoreOpenError.damaged(path: path, reason: error.message)

@@ -40,12 +40,7 @@ import Testing
             )
             let url = try #require(uploaded.data["url"] as? String)
             mediaID = String(url.dropFirst("/v3/media/".count))
-            let attachment = try String(decoding: JSONSerialization.data(withJSONObject: uploaded.data), as: UTF8.self)
-            let sent = try await http.call(
-                "POST", "/v3/messages", as: .user("carol"),
-                json: """
-                    {"receiver": "other", "receiverType": "group", "type": "image", "data": {"attachments": [\(attachment)]}}
-                    """)
+            let sent = try await http.sendImage(uploaded.data, to: "other", as: "carol")
             #expect(sent.status == 200)
             for index in 0..<300 { _ = try await http.chat.post("before \(index)", as: "alice", to: .group("room")) }
             try await http.chat.settle()
@@ -126,22 +121,15 @@ import Testing
             }
             let small = directory + "/small"
             try FileManager.default.createDirectory(atPath: small, withIntermediateDirectories: true)
-            let process = Process()
-            process.executableURL = URL(fileURLWithPath: "/usr/bin/unshare")
-            process.arguments = [
-                "-m", "sh", "-c",
-                #"mount -t tmpfs -o size=64k tmpfs "$1" && "$2" backup --config "$3" "$1/copy"; code=$?; ls -A "$1"; exit $code"#,
-                "sh", small, HostCrashTests.buildDirectory + "/perch", config,
-            ]
-            let output = Pipe()
-            let errors = Pipe()
-            process.standardOutput = output
-            process.standardError = errors
-            try process.run()
-            let listed = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-            let said = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-            process.waitUntilExit()
-            #expect(process.terminationStatus == 1, "\(said)")
+            let backup = try run(
+                "/usr/bin/unshare",
+                [
+                    "-m", "sh", "-c",
+                    #"mount -t tmpfs -o size=64k tmpfs "$1" && "$2" backup --config "$3" "$1/copy"; code=$?; ls -A "$1"; exit $code"#,
+                    "sh", small, HostCrashTests.buildDirectory + "/perch", config,
+                ], together: false)
+            let (listed, said) = (backup.output, backup.errors)
+            #expect(backup.status == 1, "\(said)")
             #expect(said.contains("nothing was written to \(small)/copy"), "\(said)")
             #expect(said.contains("cannot write \(small)/copy.partial-"), "\(said)")
             #expect(!said.contains("damaged"), "\(said)")

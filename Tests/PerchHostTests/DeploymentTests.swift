@@ -30,16 +30,9 @@ import Testing
     @Test func systemdAnalyzeVerifyFindsNothingToSayAboutTheUnits() throws {
         let directory = try Self.unitsForThisBuild()
         defer { try? FileManager.default.removeItem(atPath: directory) }
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/systemd-analyze")
-        process.arguments = ["verify"] + Self.units.map { directory + "/" + $0 }
-        let errors = Pipe()
-        process.standardError = errors
-        process.standardOutput = errors
-        try process.run()
-        let said = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        process.waitUntilExit()
-        #expect(process.terminationStatus == 0, "\(said)")
+        let verified = try run("/usr/bin/systemd-analyze", ["verify"] + Self.units.map { directory + "/" + $0 })
+        let said = verified.output
+        #expect(verified.status == 0, "\(said)")
         // An unknown key or a bad value is only a warning to systemd: none may be said.
         #expect(said.isEmpty, "\(said)")
     }
@@ -112,13 +105,7 @@ import Testing
                 .replacingOccurrences(of: "/usr/local/bin/perch", with: HostCrashTests.buildDirectory + "/perch")
                 .replacingOccurrences(of: "/etc/perch/config.yaml", with: directory + "/config.yaml")
                 .replacingOccurrences(of: "/var/lib/perch-backups", with: backups)
-            let process = Process()
-            process.executableURL = URL(fileURLWithPath: "/bin/sh")
-            process.arguments = ["-c", command]
-            process.standardOutput = FileHandle(forWritingAtPath: "/dev/null")
-            try process.run()
-            process.waitUntilExit()
-            return process.terminationStatus
+            return try run("/bin/sh", ["-c", command]).status
         }
         #expect(try shell("ExecStart") == 0)
         let made = try FileManager.default.contentsOfDirectory(atPath: backups).filter { $0 != "old" }
@@ -173,21 +160,13 @@ import Testing
             kill -TERM $host
             wait $host && echo stopped
             """#
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/unshare")
-        process.arguments = ["-m", "sh", "-c", script]
         var environment = ProcessInfo.processInfo.environment
         environment["STATE"] = state
         environment["ETC"] = etc
         environment["PERCH"] = HostCrashTests.buildDirectory + "/perch"
-        process.environment = environment
-        let output = Pipe()
-        process.standardOutput = output
-        process.standardError = output
-        try process.run()
-        let said = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        process.waitUntilExit()
-        #expect(process.terminationStatus == 0, "\(said)")
+        let sandboxed = try run("/usr/bin/unshare", ["-m", "sh", "-c", script], environment: environment)
+        let said = sandboxed.output
+        #expect(sandboxed.status == 0, "\(said)")
         #expect(said.split(separator: "\n") == ["send 200", "upload 200", "backup", "stopped"], "\(said)")
         let log = try String(contentsOfFile: state + "/host.log", encoding: .utf8)
         #expect(log.contains("reloaded"), "\(log)")

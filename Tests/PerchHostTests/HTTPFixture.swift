@@ -66,6 +66,16 @@ struct HTTPChat: Sendable {
         }
         return Answer(status: (response as? HTTPURLResponse)?.statusCode ?? 0, body: data, headers: headers)
     }
+
+    /// Sends an image message to the group `guid` carrying `attachment` (an upload's answer).
+    func sendImage(_ attachment: [String: Any], to guid: String, as uid: String) async throws -> Answer {
+        let json = try String(decoding: JSONSerialization.data(withJSONObject: attachment), as: UTF8.self)
+        return try await call(
+            "POST", "/v3/messages", as: .user(uid),
+            json: """
+                {"receiver": "\(guid)", "receiverType": "group", "type": "image", "data": {"attachments": [\(json)]}}
+                """)
+    }
 }
 
 func withHTTPChat(

@@ -61,3 +61,49 @@ extension TestChat {
         return try await messages(in: receiver, viewer: viewer).filter { $0.sender == bot }
     }
 }
+
+/// What a program run to its end said: its exit status, its standard output and its standard error
+/// (`errors` empty when they were asked for together, in `output`).
+struct ProgramRun {
+    var status: Int32
+    var output: String
+    var errors: String
+}
+
+/// Runs `program` to its end, `input` on its standard input. `together`: its standard error goes
+/// with its standard output, in order; else each is read apart (on two threads, so that neither
+/// fills its pipe while the other is read).
+func run(
+    _ program: String, _ arguments: [String], environment: [String: String]? = nil, directory: String? = nil,
+    input: String? = nil, together: Bool = true
+) throws -> ProgramRun {
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: program)
+    process.arguments = arguments
+    if let environment { process.environment = environment }
+    if let directory { process.currentDirectoryURL = URL(fileURLWithPath: directory) }
+    let output = Pipe()
+    let errors = together ? output : Pipe()
+    process.standardOutput = output
+    process.standardError = errors
+    let stdin = Pipe()
+    process.standardInput = input == nil ? FileHandle(forReadingAtPath: "/dev/null") : stdin
+    try process.run()
+    if let input {
+        stdin.fileHandleForWriting.write(Data(input.utf8))
+        try stdin.fileHandleForWriting.close()
+    }
+    // Written on the reading thread only; read here after the group's wait.
+    final class Said: @unchecked Sendable { var data = Data() }
+    let said = Said()
+    let apart = DispatchGroup()
+    if !together {
+        DispatchQueue.global().async(group: apart) { said.data = errors.fileHandleForReading.readDataToEndOfFile() }
+    }
+    let written = output.fileHandleForReading.readDataToEndOfFile()
+    apart.wait()
+    process.waitUntilExit()
+    return ProgramRun(
+        status: process.terminationStatus, output: String(decoding: written, as: UTF8.self),
+        errors: String(decoding: said.data, as: UTF8.self))
+}

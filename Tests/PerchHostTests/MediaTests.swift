@@ -24,12 +24,7 @@ import Testing
             #expect(DataDirectoryTests.mode(http.chat.directory + "/media/" + stored[0]) == 0o600)
 
             // Sent to `other`, where bob is not a member.
-            let attachment = try String(decoding: JSONSerialization.data(withJSONObject: uploaded.data), as: UTF8.self)
-            let sent = try await http.call(
-                "POST", "/v3/messages", as: .user("carol"),
-                json: """
-                    {"receiver": "other", "receiverType": "group", "type": "image", "data": {"attachments": [\(attachment)]}}
-                    """)
+            let sent = try await http.sendImage(uploaded.data, to: "other", as: "carol")
             #expect(sent.status == 200)
             let forAlice = try await http.call("GET", url, as: .user("alice"))
             #expect(forAlice.status == 200 && forAlice.body == png)

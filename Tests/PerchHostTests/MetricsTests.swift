@@ -26,20 +26,9 @@ import Testing
 
     @Test func promtoolFindsNothingToSayAboutAScrape() async throws {
         let text = try await Self.scrape()
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/promtool")
-        process.arguments = ["check", "metrics"]
-        let input = Pipe()
-        let output = Pipe()
-        process.standardInput = input
-        process.standardOutput = output
-        process.standardError = output
-        try process.run()
-        input.fileHandleForWriting.write(Data(text.utf8))
-        try input.fileHandleForWriting.close()
-        let said = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        process.waitUntilExit()
-        #expect(process.terminationStatus == 0, "\(said)\n\(text)")
+        let linted = try run("/usr/bin/promtool", ["check", "metrics"], input: text)
+        let said = linted.output
+        #expect(linted.status == 0, "\(said)\n\(text)")
         #expect(said.isEmpty, "\(said)")
     }
 
@@ -84,17 +73,9 @@ import Testing
     @Test func theAlertingRulesLoadPassTheirTestsAndNameRealMetrics() throws {
         let directory = repositoryRoot + "/contrib/prometheus"
         for arguments in [["check", "rules", "perch-alerts.yml"], ["test", "rules", "perch-alerts.test.yml"]] {
-            let process = Process()
-            process.executableURL = URL(fileURLWithPath: "/usr/bin/promtool")
-            process.arguments = arguments
-            process.currentDirectoryURL = URL(fileURLWithPath: directory)
-            let output = Pipe()
-            process.standardOutput = output
-            process.standardError = output
-            try process.run()
-            let said = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-            process.waitUntilExit()
-            #expect(process.terminationStatus == 0, "\(arguments): \(said)")
+            let promtool = try run("/usr/bin/promtool", arguments, directory: directory)
+            let said = promtool.output
+            #expect(promtool.status == 0, "\(arguments): \(said)")
             #expect(said.contains("SUCCESS"), "\(said)")
         }
         let rules = try String(contentsOfFile: directory + "/perch-alerts.yml", encoding: .utf8)

@@ -70,12 +70,13 @@ public final class HostMetrics: Sendable {
         return series.withLock { series in
             if let existing = series[key] { return existing.counter }
             let counter = Counter()
-            series[key] = Self.describe(name, labels, counter)
+            series[key] = Self.entry(name, labels, counter)
             return counter
         }
     }
 
-    private static func describe(_ name: String, _ labels: [String: String], _ counter: Counter) -> Series {
+    /// The series `name{labels}` holding `counter`, placed in its family (a histogram's parts in one).
+    private static func entry(_ name: String, _ labels: [String: String], _ counter: Counter) -> Series {
         var family = name
         var part = 0
         for (suffix, rank) in [("_bucket", 0), ("_sum", 1), ("_count", 2)] where name.hasSuffix(suffix) {

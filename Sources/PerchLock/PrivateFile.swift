@@ -95,16 +95,28 @@ public enum PrivateFile {
     }
 
     /// Makes `path` and any missing parents, each new one with mode 0700 and flushed into its
-    /// parent; an existing directory is left as it is.
+    /// parent; an existing directory is left as it is. Anything else at `path` or a parent (a file,
+    /// a socket) is refused as `ENOTDIR`, named by its own path.
     public static func makeDirectory(_ path: String) throws(Failure) {
-        var isDirectory = stat()
-        if stat(path, &isDirectory) == 0, isDirectory.st_mode & S_IFMT == S_IFDIR { return }
+        if try isDirectory(path) { return }
         let up = parent(of: path)
         if up != path { try makeDirectory(up) }
-        guard mkdir(path, 0o700) == 0 || errno == EEXIST else {
-            throw Failure(path: path, operation: "mkdir", code: errno)
+        guard mkdir(path, 0o700) == 0 else {
+            // Another process may have made it since the look above; anything else stands in the way.
+            if errno == EEXIST, try isDirectory(path) { return }
+            throw Failure(path: path, operation: "mkdir", code: errno == EEXIST ? ENOTDIR : errno)
         }
         if let failure = sync(directory: up) { throw failure }
+    }
+
+    /// Whether a directory is at `path` (false when nothing is; `ENOTDIR` when something else is).
+    private static func isDirectory(_ path: String) throws(Failure) -> Bool {
+        var status = stat()
+        guard stat(path, &status) == 0 else { return false }
+        guard status.st_mode & S_IFMT == S_IFDIR else {
+            throw Failure(path: path, operation: "mkdir", code: ENOTDIR)
+        }
+        return true
     }
 
     /// Renames `source` to `path` unless something is at `path` (never replaced, not even an empty

@@ -79,8 +79,17 @@ import Testing
             try PrivateFile.write([1], to: root + "/a/b/file/inner/x")
             Issue.record("a file under a file was written")
         } catch {
-            #expect(error.path == root + "/a/b/file/inner" && error.operation == "mkdir" && error.code == ENOTDIR)
+            #expect(error.path == root + "/a/b/file" && error.operation == "mkdir" && error.code == ENOTDIR)
+            #expect(error.description == "mkdir \(root)/a/b/file: Not a directory")
         }
+        // Nor is a file taken for the directory asked for.
+        do {
+            try PrivateFile.makeDirectory(root + "/a/b/file")
+            Issue.record("a file was taken for a directory")
+        } catch {
+            #expect(error.path == root + "/a/b/file" && error.code == ENOTDIR)
+        }
+        #expect(FileManager.default.contents(atPath: root + "/a/b/file") == Data(bytes))
         // A copy: in pieces of a megabyte, private, whole; a missing source names itself.
         let large = (0..<(3 << 20) + 17).map { UInt8(truncatingIfNeeded: $0 &* 7) }
         try PrivateFile.write(large, to: root + "/large")

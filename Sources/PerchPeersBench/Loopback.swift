@@ -209,7 +209,7 @@ final class LoopbackInjector: Injector, @unchecked Sendable {
         let depth = depth
         let connections = try (0..<lanes).map { _ in try borrow() }
         withoutActuallyEscaping(injected) { injected in
-            DispatchQueue.concurrentPerform(iterations: lanes) { lane in
+            laneThreads(lanes) { lane in
                 var index = lane
                 var outstanding = 0
                 do {
@@ -237,6 +237,36 @@ final class LoopbackInjector: Injector, @unchecked Sendable {
         if let first = failures.first { throw BenchError("a burst post failed: \(first)") }
     }
 
+}
+
+/// Runs `body(lane)` for every lane at once, each on a thread of its own, and returns when every
+/// thread has ended. (`DispatchQueue.concurrentPerform` runs no more iterations at once than there
+/// are CPUs, while a lane spends most of its time blocked on its socket: with 4 lanes on 2 CPUs
+/// two lanes waited for the others to finish.) Joined, not signalled, so that no thread still holds
+/// `body` when this returns.
+func laneThreads(_ lanes: Int, _ body: (Int) -> Void) {
+    withoutActuallyEscaping(body) { body in
+        let threads = (0..<lanes).map { lane -> pthread_t in
+            let context = Unmanaged.passRetained(LaneContext { body(lane) }).toOpaque()
+            var thread = pthread_t()
+            let status = pthread_create(
+                &thread, nil,
+                { raw in
+                    let context = Unmanaged<LaneContext>.fromOpaque(raw!).takeRetainedValue()
+                    context.run()
+                    return nil
+                }, context)
+            precondition(status == 0, "pthread_create: \(status)")
+            return thread
+        }
+        for thread in threads { pthread_join(thread, nil) }
+    }
+}
+
+/// One lane's work, handed to its thread.
+private final class LaneContext: @unchecked Sendable {
+    let run: () -> Void
+    init(_ run: @escaping () -> Void) { self.run = run }
 }
 
 /// The person's event stream (`GET /v3/events`): every bot message's text goes to the router. A
@@ -483,7 +513,9 @@ func runLoopback(_ options: Options, perch: String, configPath: String, transpor
     guard let events = reader.withLock({ $0 }) else { throw BenchError("cannot open the event stream") }
     let injector = LoopbackInjector(
         port: port, key: key, session: session, events: events,
-        lanes: max(1, Int(environment["PERCH_BENCH_LANES"] ?? "") ?? 4),
+        // 16 connections, as a client's connection pool would hold (libmicrohttpd answers one
+        // request at a time per connection; 4, 8, 16, 32 and 64 lanes: BENCHMARKS.md).
+        lanes: max(1, Int(environment["PERCH_BENCH_LANES"] ?? "") ?? 16),
         depth: max(1, Int(environment["PERCH_BENCH_DEPTH"] ?? "") ?? 16))
     var result = try await runPhases(options, injector: injector, router: router, spawnedAt: spawnedAt)
     result.merge(stop(pid)) { $1 }

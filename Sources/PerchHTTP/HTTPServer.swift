@@ -54,6 +54,18 @@ public struct HTTPResponse: Sendable {
     public static func text(_ status: Int, _ text: String, type: String = "text/plain; charset=utf-8") -> HTTPResponse {
         HTTPResponse(status: status, headers: [("Content-Type", type)], body: Array(text.utf8))
     }
+
+    /// The value of the first header named `name`, in any case (header names are ASCII tokens: no
+    /// locale, no copy; every answer asks).
+    func header(_ name: String) -> String? {
+        headers.first { Self.sameName($0.0, name) }?.1
+    }
+
+    private static func sameName(_ a: String, _ b: String) -> Bool {
+        a.utf8.count == b.utf8.count && zip(a.utf8, b.utf8).allSatisfy { lower($0) == lower($1) }
+    }
+
+    private static func lower(_ byte: UInt8) -> UInt8 { (0x41...0x5A).contains(byte) ? byte | 0x20 : byte }
 }
 
 /// What the server ends when it stops: an event stream, an upgraded connection.

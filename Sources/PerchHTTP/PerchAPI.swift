@@ -143,14 +143,10 @@ public final class PerchAPI: Sendable {
     /// the `apikey` or `authtoken` header that chose what the answer shows.
     static func protected(_ response: HTTPResponse) -> HTTPResponse {
         var response = response
-        var hasCacheControl = false
-        var hasNoSniff = false
-        for (name, _) in response.headers {
-            if name.caseInsensitiveCompare("Cache-Control") == .orderedSame { hasCacheControl = true }
-            if name.caseInsensitiveCompare("X-Content-Type-Options") == .orderedSame { hasNoSniff = true }
+        if response.header("Cache-Control") == nil { response.headers.append(("Cache-Control", "no-store")) }
+        if response.header("X-Content-Type-Options") == nil {
+            response.headers.append(("X-Content-Type-Options", "nosniff"))
         }
-        if !hasCacheControl { response.headers.append(("Cache-Control", "no-store")) }
-        if !hasNoSniff { response.headers.append(("X-Content-Type-Options", "nosniff")) }
         return response
     }
 

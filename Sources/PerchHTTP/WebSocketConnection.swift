@@ -465,9 +465,7 @@ struct HTTPRequestFrame: Sendable {
     /// The answer's message: a JSON body as it is; any other body as a JSON string.
     func answer(_ response: HTTPResponse) -> [UInt8] {
         var out = Array(#"{"type":"response","id":"#.utf8) + id + Array(#","status":\#(response.status),"body":"#.utf8)
-        let isJSON = response.headers.contains {
-            $0.0.lowercased() == "content-type" && $0.1.hasPrefix("application/json")
-        }
+        let isJSON = response.header("Content-Type")?.hasPrefix("application/json") ?? false
         if isJSON, !response.body.isEmpty {
             out += response.body
         } else if response.body.isEmpty {

@@ -465,7 +465,11 @@ func runLoopback(_ options: Options, perch: String, configPath: String, transpor
         }
     }
     guard status == 0 else { throw BenchError("cannot start \(perch): \(String(cString: strerror(status)))") }
-    defer { kill(pid, SIGKILL) }
+    ChildGuard.watch(pid)
+    defer {
+        kill(pid, SIGKILL)
+        ChildGuard.release()
+    }
     // Ready when /readyz answers; then the person's stream, then the probe.
     var ready = false
     let deadline = Date().addingTimeInterval(30)
@@ -530,6 +534,7 @@ func stop(_ pid: pid_t) -> [String: Any] {
     var usage = rusage()
     var exitStatus: Int32 = 0
     _ = wait4(pid, &exitStatus, 0, &usage)
+    ChildGuard.release()
     return [
         "server_maxrss_kb": usage.ru_maxrss,
         "server_cpu_s": Double(usage.ru_utime.tv_sec) + Double(usage.ru_utime.tv_usec) / 1e6

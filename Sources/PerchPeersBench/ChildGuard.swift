@@ -39,8 +39,10 @@ enum ChildGuard {
         child.store(pid, ordering: .releasing)
     }
 
-    /// The child was reaped (or killed by the bench itself): nothing to kill any more.
-    static func release() {
-        child.store(0, ordering: .releasing)
+    /// Stops watching; answers the child still watched (0 once reaped: its pid may be another
+    /// process's by now).
+    @discardableResult
+    static func release() -> pid_t {
+        child.exchange(0, ordering: .acquiringAndReleasing)
     }
 }

@@ -467,8 +467,9 @@ func runLoopback(_ options: Options, perch: String, configPath: String, transpor
     guard status == 0 else { throw BenchError("cannot start \(perch): \(String(cString: strerror(status)))") }
     ChildGuard.watch(pid)
     defer {
-        kill(pid, SIGKILL)
-        ChildGuard.release()
+        // Not stopped and reaped (a phase threw): kill it.
+        let running = ChildGuard.release()
+        if running > 0 { kill(running, SIGKILL) }
     }
     // Ready when /readyz answers; then the person's stream, then the probe.
     var ready = false

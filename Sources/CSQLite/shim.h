@@ -1,8 +1,5 @@
 #include <sqlite3.h>
 
-/// SQLITE_TRANSIENT is a computed macro Swift cannot import.
-static inline sqlite3_destructor_type perch_sqlite_transient(void) { return SQLITE_TRANSIENT; }
-
 /// Turns off SQLite's memory statistics: with them on, every allocation takes a global mutex.
 /// Must run before the first connection opens (`sqlite3_config` is variadic: Swift cannot call it).
 static inline int perch_sqlite_disable_memory_statistics(void) {

@@ -1,4 +1,5 @@
 import PerchChat
+import PerchSQLite
 import PerchService
 import Testing
 
@@ -16,6 +17,33 @@ import Testing
             #expect(fetched.text == "hi")
             await expectRefusal(.messageNoAccess) { _ = try await chat.service.message(direct.id, as: "carol") }
         }
+    }
+
+    /// Text goes to SQLite with its length, from one scratch buffer a statement: what is read back
+    /// from the file after a restart is what was sent, a U+0000 inside it, a text far longer than
+    /// the buffer's stack size and several text values of one statement included.
+    @Test func textIsStoredWholeAndReadBackFromTheFile() async throws {
+        let chat = try await ChatFixture.make()
+        let texts = ["nul \u{0} inside", "\u{0}", "é 🎉 ünïcödé", String(repeating: "long ✓ ", count: 3_000)]
+        var sent: [Message] = []
+        for (index, text) in texts.enumerated() {
+            sent.append(try await chat.say(text, muid: "client-\(index)-\u{0}-✓"))
+        }
+        await chat.store.close()
+        let reopened = try SQLiteChatStore(path: chat.path)
+        let service = ChatService(store: reopened)
+        for (message, text) in zip(sent, texts) {
+            let stored = try await service.message(message.id, as: "bob")
+            #expect(stored.text == text)
+            #expect(stored.text?.utf8.count == text.utf8.count)
+            #expect(stored.muid == message.muid)
+        }
+        // The muid is looked up by a bound text too: a retry after the restart finds the first.
+        let retry = try await service.send(
+            MessageDraft(to: .group("g"), text: "retry", muid: sent[0].muid), as: "dave")
+        #expect(retry.id == sent[0].id)
+        await reopened.close()
+        await chat.close()
     }
 
     @Test func aResendWithTheSameMuidReturnsTheFirstMessage() async throws {

@@ -122,6 +122,15 @@ import Testing
             writer.int(number)
             #expect(writer.output == String(number))
         }
+        // Numbers after other output land after it, in order.
+        var list = JSONWriter(capacity: 1)
+        list.raw("[")
+        for (index, number) in [Int64.min, 42, 0, -9, Int64.max].enumerated() {
+            if index > 0 { list.raw(",") }
+            list.int(number)
+        }
+        list.raw("]")
+        #expect(list.output == "[-9223372036854775808,42,0,-9,9223372036854775807]")
         let text = "quote \" backslash \\ newline \n tab \t bell \u{7} é 🎉"
         let quoted = JSONWriter.quoted(text)
         #expect(try JSONDecoder().decode(String.self, from: Data(quoted.utf8)) == text)

@@ -15,16 +15,25 @@ public struct JSONWriter {
 
     public mutating func raw(_ text: String) { bytes.append(contentsOf: text.utf8) }
 
-    /// A whole number, written digit by digit (no intermediate `String`).
+    /// A whole number, its digits made right to left on the stack and appended at once (no
+    /// intermediate `String`; reversing them in `bytes` instead copied the whole buffer, since a
+    /// slice of it is not uniquely referenced).
     public mutating func int(_ number: Int64) {
-        if number < 0 { bytes.append(UInt8(ascii: "-")) }
-        var magnitude = number.magnitude
-        let start = bytes.count
-        repeat {
-            bytes.append(UInt8(ascii: "0") + UInt8(magnitude % 10))
-            magnitude /= 10
-        } while magnitude > 0
-        bytes[start...].reverse()
+        // 19 digits and a sign: Int64.min is -9223372036854775808.
+        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 20) { digits in
+            var magnitude = number.magnitude
+            var start = digits.count
+            repeat {
+                start -= 1
+                digits[start] = UInt8(ascii: "0") + UInt8(magnitude % 10)
+                magnitude /= 10
+            } while magnitude > 0
+            if number < 0 {
+                start -= 1
+                digits[start] = UInt8(ascii: "-")
+            }
+            bytes.append(contentsOf: UnsafeMutableBufferPointer(rebasing: digits[start...]))
+        }
     }
 
     public mutating func string(_ value: String) {

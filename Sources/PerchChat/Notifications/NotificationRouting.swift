@@ -64,36 +64,42 @@ public enum NotificationRouting {
         let message = input.message
         let mentioned = Set(message.mentionedUids)
         var result: [NotificationRecipient] = []
+        result.reserveCapacity(input.audience.count)
         for uid in input.audience where uid != message.sender {
             let preferences = input.preferences[uid] ?? input.defaults
             let isMentioned = mentioned.contains(uid)
-            var reasons: [NotificationReason] = []
+            // The reason with the highest precedence (the first of equals), kept as found: a list
+            // of reasons per member was an allocation per member of the audience.
+            var best: NotificationReason?
+            func consider(_ reason: NotificationReason) {
+                if best.map({ $0.precedence < reason.precedence }) ?? true { best = reason }
+            }
             if !message.isReply && !message.isQuoteReply {
                 switch preferences.messages {
                 case .dontSubscribe: break
-                case .subscribeToAll: reasons.append(isMentioned ? .mention : .message)
-                case .subscribeToMentions: if isMentioned { reasons.append(.mention) }
+                case .subscribeToAll: consider(isMentioned ? .mention : .message)
+                case .subscribeToMentions: if isMentioned { consider(.mention) }
                 }
             }
             if message.isReply {
                 switch preferences.replies {
                 case .dontSubscribe: break
-                case .subscribeToAll: reasons.append(isMentioned ? .mention : .reply)
-                case .subscribeToMentions: if isMentioned { reasons.append(.mention) }
+                case .subscribeToAll: consider(isMentioned ? .mention : .reply)
+                case .subscribeToMentions: if isMentioned { consider(.mention) }
                 case .subscribeToSubscribedThreads:
-                    if input.threadSubscribers.contains(uid) { reasons.append(.subscribedThread) }
+                    if input.threadSubscribers.contains(uid) { consider(.subscribedThread) }
                 }
             }
             if message.isQuoteReply {
                 switch preferences.quotedReplies {
                 case .dontSubscribe: break
-                case .subscribeToAll: reasons.append(isMentioned ? .mention : .reply)
-                case .subscribeToMentions: if isMentioned { reasons.append(.mention) }
+                case .subscribeToAll: consider(isMentioned ? .mention : .reply)
+                case .subscribeToMentions: if isMentioned { consider(.mention) }
                 case .subscribeToQuotesOnOwnMessages:
-                    if input.quotedAuthor == uid { reasons.append(.quoteOnOwnMessage) }
+                    if input.quotedAuthor == uid { consider(.quoteOnOwnMessage) }
                 }
             }
-            if let best = reasons.max(by: { $0.precedence < $1.precedence }) {
+            if let best {
                 result.append(NotificationRecipient(uid: uid, reason: best))
             }
         }

@@ -367,12 +367,6 @@ public actor BotHost {
     /// a reload takes effect between events. Returns the lanes' queued sends, not yet committed
     /// (``SendPipeline/finish()`` waits for them).
     nonisolated func handle(_ events: [ChatEvent], with name: String) async -> [SendPipeline] {
-        var lanes: [String: [ChatEvent]] = [:]
-        var order: [String] = []
-        for event in events {
-            if lanes[event.conversationId] == nil { order.append(event.conversationId) }
-            lanes[event.conversationId, default: []].append(event)
-        }
         @Sendable func run(_ lane: [ChatEvent]) async -> SendPipeline {
             let pipeline = SendPipeline()
             for (index, event) in lane.enumerated() {
@@ -382,8 +376,16 @@ public actor BotHost {
             }
             return pipeline
         }
-        // One conversation (the common case of a live stream) runs here, without a child task.
-        if order.count == 1 { return [await run(lanes[order[0]]!)] }
+        // One conversation (the common case of a live stream) runs here, without a child task and
+        // without sorting the page into lanes.
+        guard let first = events.first?.conversationId else { return [] }
+        if events.allSatisfy({ $0.conversationId == first }) { return [await run(events)] }
+        var lanes: [String: [ChatEvent]] = [:]
+        var order: [String] = []
+        for event in events {
+            if lanes[event.conversationId] == nil { order.append(event.conversationId) }
+            lanes[event.conversationId, default: []].append(event)
+        }
         return await withTaskGroup(of: SendPipeline.self) { group in
             for conversation in order {
                 let lane = lanes[conversation]!

@@ -147,11 +147,18 @@ final class SQLiteConnection {
         }
     }
 
-    /// Copies `bytes` into `scratch` from `offset`; answers how many were copied.
+    /// Copies `bytes` into `scratch` from `offset` (one `memcpy` when they are contiguous, as a
+    /// native string's and an array's are); answers how many were copied.
     private static func copy(
         _ bytes: some Collection<UInt8>, into scratch: UnsafeMutableBufferPointer<CChar>, at offset: Int
     ) -> Int {
         let target = UnsafeMutableRawBufferPointer(rebasing: UnsafeMutableRawBufferPointer(scratch)[offset...])
+        if let count = bytes.withContiguousStorageIfAvailable({ source -> Int in
+            target.copyMemory(from: UnsafeRawBufferPointer(source))
+            return source.count
+        }) {
+            return count
+        }
         return target.initializeMemory(as: UInt8.self, from: bytes).initialized.count
     }
 

@@ -83,6 +83,49 @@ import Testing
     }
 }
 
+/// The owner takes the queue by swapping it with a spare array (no allocation a call): whatever
+/// the batches' sizes, every job queued runs exactly once, nothing is run twice from a spare, and
+/// a call made from inside a job (the spare lent out) runs what was queued meanwhile.
+@Suite struct ThreadExecutorQueueTests {
+    @Test func eachQueuedJobRunsOnceAcrossBatchesAndFromInsideAJob() async throws {
+        let executor = ThreadExecutor()
+        let runs = Runs()
+        var total = 0
+        for count in [1, 6, 2, 9, 1, 0, 3] {
+            for _ in 0..<count {
+                let number = total
+                Task(executorPreference: executor) { runs.add(number) }
+                total += 1
+            }
+            try await Task.sleep(for: .milliseconds(20))
+            var batches = 0
+            while executor.runPending() { batches += 1 }
+            #expect(batches == (count == 0 ? 0 : 1))
+            #expect(runs.counts.count == total)
+        }
+        #expect(runs.counts.values.allSatisfy { $0 == 1 })
+        #expect(!executor.runPending())
+        let inner = Flag()
+        let innerRanInside = Flag()
+        Task(executorPreference: executor) {
+            Task(executorPreference: executor) { inner.set() }
+            executor.runPending()
+            if inner.isSet { innerRanInside.set() }
+        }
+        try await Task.sleep(for: .milliseconds(20))
+        #expect(executor.runPending())
+        #expect(inner.isSet && innerRanInside.isSet)
+        #expect(!executor.runPending())
+        executor.stop()
+    }
+}
+
+private final class Runs: Sendable {
+    private let value = Mutex<[Int: Int]>([:])
+    func add(_ number: Int) { value.withLock { $0[number, default: 0] += 1 } }
+    var counts: [Int: Int] { value.withLock { $0 } }
+}
+
 private final class Flag: Sendable {
     private let value = Mutex(false)
     func set() { value.withLock { $0 = true } }

@@ -54,6 +54,11 @@ func code(_ body: () throws -> Void) -> ChatError.Code? {
         #expect(Mentions.extract(from: text) == ["bob", "carol"])
         #expect(Mentions.extract(from: nil) == [])
         #expect(Mentions.extract(from: "<@uid:x>") == ["x"])
+        // A small string (held inline), text around multi-byte characters, a token at the very end.
+        #expect(Mentions.extract(from: "<@uid:ab>") == ["ab"])
+        #expect(Mentions.extract(from: "é🎉<@uid:zoë-1> ünï <@uid:bob>") == ["bob"])
+        #expect(Mentions.extract(from: "🎉 <@uid:carol_2> <@uid:dave>") == ["carol_2", "dave"])
+        #expect(Mentions.extract(from: String(repeating: "x", count: 5_000) + "<@uid:erin>") == ["erin"])
         #expect(Mentions.token(for: "bob") == "<@uid:bob>")
     }
 }

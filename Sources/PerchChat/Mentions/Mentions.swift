@@ -4,10 +4,18 @@ public enum Mentions {
     /// well-formed uids count; the caller keeps those who can see the conversation.
     public static func extract(from text: String?) -> [String] {
         guard let text, text.utf8.count >= 8 else { return [] }
+        // A native string's bytes are read in place (copied into an array once, they were an
+        // allocation and a copy of every message's text).
+        if let found = text.utf8.withContiguousStorageIfAvailable(extract(in:)) { return found }
+        return Array(text.utf8).withUnsafeBufferPointer(extract(in:))
+    }
+
+    private static let prefix = Array("<@uid:".utf8)
+
+    private static func extract(in bytes: UnsafeBufferPointer<UInt8>) -> [String] {
         var found: [String] = []
         var seen: Set<String> = []
-        let bytes = Array(text.utf8)
-        let prefix: [UInt8] = Array("<@uid:".utf8)
+        let prefix = Self.prefix
         var index = 0
         while index + prefix.count < bytes.count {
             if bytes[index] == prefix[0], bytes[index..<(index + prefix.count)].elementsEqual(prefix) {
@@ -15,7 +23,7 @@ public enum Mentions {
                 var end = start
                 while end < bytes.count, end - start <= 100, bytes[end] != UInt8(ascii: ">") { end += 1 }
                 if end < bytes.count, bytes[end] == UInt8(ascii: ">") {
-                    let uid = String(decoding: bytes[start..<end], as: UTF8.self)
+                    let uid = String(decoding: UnsafeBufferPointer(rebasing: bytes[start..<end]), as: UTF8.self)
                     if User.isValidUID(uid), seen.insert(uid).inserted { found.append(uid) }
                     index = end + 1
                     continue

@@ -506,8 +506,33 @@ func queue(_ response: HTTPResponse, on connection: OpaquePointer?, server: HTTP
         if let stream = response.stream { server.context.closed(stream) }
         return .NO
     }
-    for (name, value) in response.headers { MHD_add_response_header(mhdResponse, name, value) }
+    addHeaders(response.headers, to: mhdResponse)
     let result = MHD_queue_response(connection, UInt32(response.status), mhdResponse)
     MHD_destroy_response(mhdResponse)
     return result
+}
+
+/// Adds `headers` to a libmicrohttpd response (which copies each name and value): their C strings
+/// are laid out in one buffer, instead of one C string made for each short name and value.
+func addHeaders(_ headers: [(String, String)], to response: OpaquePointer) {
+    var bytes = 0
+    for (name, value) in headers { bytes += name.utf8.count + value.utf8.count + 2 }
+    withUnsafeTemporaryAllocation(of: CChar.self, capacity: max(bytes, 1)) { buffer in
+        guard let base = buffer.baseAddress else { return }
+        var used = 0
+        func put(_ text: String) -> UnsafePointer<CChar> {
+            let start = base + used
+            for byte in text.utf8 {
+                buffer[used] = CChar(bitPattern: byte)
+                used += 1
+            }
+            buffer[used] = 0
+            used += 1
+            return UnsafePointer(start)
+        }
+        for (name, value) in headers {
+            let name = put(name)
+            MHD_add_response_header(response, name, put(value))
+        }
+    }
 }

@@ -212,6 +212,17 @@ final class SQLiteTransaction: ChatWriteTransaction {
         updated_at, pinned_at, pinned_by
         """
 
+    // The statements of the hot path are made once: built by interpolation at each call, each was
+    // a new string of some 400 bytes, allocated, copied and hashed for the statement cache.
+    static let selectMessage = "SELECT \(messageColumns) FROM messages WHERE id = ?"
+    static let selectMessages = "SELECT \(messageColumns) FROM messages WHERE id IN (SELECT value FROM json_each(?))"
+    static let selectMessageByMuid =
+        "SELECT \(messageColumns) FROM messages WHERE sender = ? AND muid = ? AND muid != ''"
+    static let selectLastReply = """
+        SELECT \(messageColumns) FROM messages INDEXED BY messages_by_thread
+        WHERE parent_id = ? AND parent_id != 0 AND deleted_at = 0 ORDER BY id DESC LIMIT 1
+        """
+
     func readMessage(_ row: SQLiteConnection.Row) -> Message {
         Message(
             id: row.int(0), muid: row.text(1), conversationId: row.text(2), sender: row.text(3),
@@ -226,7 +237,7 @@ final class SQLiteTransaction: ChatWriteTransaction {
     }
 
     func message(_ id: Int64) throws -> Message? {
-        try db.query("SELECT \(Self.messageColumns) FROM messages WHERE id = ?", [.int(id)], row: readMessage).first
+        try db.query(Self.selectMessage, [.int(id)], row: readMessage).first
     }
 
     /// A JSON array of ids, bound as one parameter and read with `json_each`, so one prepared
@@ -238,16 +249,12 @@ final class SQLiteTransaction: ChatWriteTransaction {
     func messages(_ ids: [Int64]) throws -> [Int64: Message] {
         guard !ids.isEmpty else { return [:] }
         let rows = try db.query(
-            "SELECT \(Self.messageColumns) FROM messages WHERE id IN (SELECT value FROM json_each(?))",
-            [idList(Set(ids))], row: readMessage)
+            Self.selectMessages, [idList(Set(ids))], row: readMessage)
         return Dictionary(rows.map { ($0.id, $0) }, uniquingKeysWith: { first, _ in first })
     }
 
     func message(sender: String, muid: String) throws -> Message? {
-        try db.query(
-            "SELECT \(Self.messageColumns) FROM messages WHERE sender = ? AND muid = ? AND muid != ''",
-            [.text(sender), .text(muid)], row: readMessage
-        ).first
+        try db.query(Self.selectMessageByMuid, [.text(sender), .text(muid)], row: readMessage).first
     }
 
     func liveQuoteReplyCount(of id: Int64) throws -> Int {
@@ -509,12 +516,7 @@ final class SQLiteTransaction: ChatWriteTransaction {
     }
 
     func lastReply(of parentId: Int64) throws -> Message? {
-        try db.query(
-            """
-            SELECT \(Self.messageColumns) FROM messages INDEXED BY messages_by_thread
-            WHERE parent_id = ? AND parent_id != 0 AND deleted_at = 0 ORDER BY id DESC LIMIT 1
-            """, [.int(parentId)], row: readMessage
-        ).first
+        try db.query(Self.selectLastReply, [.int(parentId)], row: readMessage).first
     }
 
     func subscribe(uid: String, to parent: Message, at time: Int64) throws {

@@ -2,7 +2,7 @@
 """Allocations a closed-loop round trip of peers-v1, in process and over the HTTP API.
 
 Each kind runs twice, at two lengths, with bench/malloc-count preloaded (the counter prints each
-process's calls at its exit); the difference over the extra round trips is one round trip's, so
+process's calls to malloc, calloc, realloc and the aligned allocations at its exit); the difference over the extra round trips is one round trip's, so
 starting and stopping cancel out. In process, the count is the whole process's (the host and the
 bench's injector and observer); over HTTP, the server's (`perch`) and the client's apart. A count
 does not move with the machine's hour the way a time does, so it shows a change on the hot path
@@ -17,7 +17,7 @@ import subprocess
 import sys
 import tempfile
 
-LINE = re.compile(r"^malloc-count (\S+) malloc=(\d+) calloc=(\d+) realloc=(\d+) free=(\d+)$")
+LINE = re.compile(r"^malloc-count (\S+) malloc=(\d+) calloc=(\d+) realloc=(\d+) aligned=(\d+) free=(\d+)$")
 
 
 def counts(counter, command, n):
@@ -31,8 +31,8 @@ def counts(counter, command, n):
         for line in run.stderr.splitlines():
             match = LINE.match(line.strip())
             if match:
-                program, malloc, calloc, realloc, _ = match.groups()
-                found[program] = found.get(program, 0) + int(malloc) + int(calloc) + int(realloc)
+                program, *made, _ = match.groups()
+                found[program] = found.get(program, 0) + sum(int(count) for count in made)
         try:
             valid = json.load(open(out)).get("valid", False)
         except (OSError, ValueError):

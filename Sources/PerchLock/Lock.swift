@@ -11,28 +11,39 @@
 /// connections the host's event cache lock stopped making progress at all (a thousand connection
 /// threads parked on it, none holding it; BENCHMARKS.md, sixth session). A pthread mutex lets a
 /// running thread take a lock that was just released, which is what short critical sections want.
-public final class Lock<Value>: @unchecked Sendable {
-    private let mutex: UnsafeMutablePointer<pthread_mutex_t>
-    private var value: Value
-
-    public init(_ value: Value) {
-        mutex = .allocate(capacity: 1)
-        mutex.initialize(to: pthread_mutex_t())
-        pthread_mutex_init(mutex, nil)
-        self.value = value
+///
+/// The value and the mutex share one allocation (a `ManagedBuffer` whose header is the value and
+/// whose one element is the mutex, which never moves): a lock is made for every bot's send pipeline
+/// and every HTTP request, and a separately allocated mutex was a second allocation each time.
+/// Copies of a `Lock` are the same lock.
+public struct Lock<Value>: @unchecked Sendable {
+    private final class Storage: ManagedBuffer<Value, pthread_mutex_t> {
+        deinit {
+            _ = withUnsafeMutablePointerToElements { mutex in
+                pthread_mutex_destroy(mutex)
+                mutex.deinitialize(count: 1)
+            }
+        }
     }
 
-    deinit {
-        pthread_mutex_destroy(mutex)
-        mutex.deinitialize(count: 1)
-        mutex.deallocate()
+    private let storage: Storage
+
+    public init(_ value: Value) {
+        let made = Storage.create(minimumCapacity: 1) { _ in value }
+        storage = unsafeDowncast(made, to: Storage.self)
+        storage.withUnsafeMutablePointerToElements { mutex in
+            mutex.initialize(to: pthread_mutex_t())
+            _ = pthread_mutex_init(mutex, nil)
+        }
     }
 
     /// Runs `body` with the value while holding the lock. `body` must not take this lock again.
     @inline(__always)
     public func withLock<T, E: Error>(_ body: (inout Value) throws(E) -> T) throws(E) -> T {
-        pthread_mutex_lock(mutex)
-        defer { pthread_mutex_unlock(mutex) }
-        return try body(&value)
+        try storage.withUnsafeMutablePointers { (value, mutex) throws(E) -> T in
+            pthread_mutex_lock(mutex)
+            defer { pthread_mutex_unlock(mutex) }
+            return try body(&value.pointee)
+        }
     }
 }

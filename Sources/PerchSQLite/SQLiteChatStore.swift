@@ -840,6 +840,69 @@ final class EventNotifier: Sendable {
         }
     }
 
+    /// The waiters under one key of the index: one held inline (the usual case: a user's one bot
+    /// or stream, a generation's waiters between two membership changes), more in a set. A set
+    /// for every key was made at every wait and freed at its wake: several allocations a round trip.
+    enum WaiterIDs: Sequence {
+        case one(Int)
+        case many(Set<Int>)
+
+        var count: Int {
+            switch self {
+            case .one: return 1
+            case .many(let ids): return ids.count
+            }
+        }
+
+        mutating func insert(_ id: Int) {
+            switch self {
+            case .one(let existing):
+                if existing != id { self = .many([existing, id]) }
+            case .many(var ids):
+                self = .one(id)  // lets go of the set, so the insert does not copy it
+                ids.insert(id)
+                self = .many(ids)
+            }
+        }
+
+        /// Removes `id`; false when no waiter is left under the key.
+        mutating func remove(_ id: Int) -> Bool {
+            switch self {
+            case .one(let existing):
+                return existing != id
+            case .many(var ids):
+                self = .one(id)
+                ids.remove(id)
+                if ids.count == 1, let last = ids.first {
+                    self = .one(last)
+                } else {
+                    self = .many(ids)
+                }
+                return !ids.isEmpty
+            }
+        }
+
+        struct Iterator: IteratorProtocol {
+            var one: Int?
+            var many: Set<Int>.Iterator?
+
+            mutating func next() -> Int? {
+                if let id = one {
+                    one = nil
+                    return id
+                }
+                return many?.next()
+            }
+        }
+
+        func makeIterator() -> Iterator {
+            switch self {
+            case .one(let id): return Iterator(one: id, many: nil)
+            case .many(let ids): return Iterator(one: nil, many: ids.makeIterator())
+            }
+        }
+    }
+
     /// The waiters, and an index of them, so a commit looks only at those its events may concern.
     private struct State {
         var latest: Int64 = 0
@@ -847,9 +910,9 @@ final class EventNotifier: Sendable {
         var next = 0
         var waiters: [Int: Waiter] = [:]
         /// Indexed waiters by user, by group, and by the membership generation their groups are from.
-        var byUser: [String: Set<Int>] = [:]
-        var byGroup: [String: Set<Int>] = [:]
-        var byGeneration: [Int: Set<Int>] = [:]
+        var byUser: [String: WaiterIDs] = [:]
+        var byGroup: [String: WaiterIDs] = [:]
+        var byGeneration: [Int: WaiterIDs] = [:]
         /// Waits for anyone's events, and waiters whose groups are not known: every commit wakes them.
         var unindexed: Set<Int> = []
         /// Bounds of the waiters' `after`, kept loose: a removal does not tighten them; a look at
@@ -869,9 +932,9 @@ final class EventNotifier: Sendable {
                 unindexed.insert(id)
                 return
             }
-            byUser[uid, default: []].insert(id)
-            for group in groups { byGroup[group, default: []].insert(id) }
-            byGeneration[waiter.generation, default: []].insert(id)
+            Self.add(id, under: uid, to: &byUser)
+            for group in groups { Self.add(id, under: group, to: &byGroup) }
+            Self.add(id, under: waiter.generation, to: &byGeneration)
         }
 
         mutating func remove(_ id: Int) -> Waiter? {
@@ -886,10 +949,17 @@ final class EventNotifier: Sendable {
             return waiter
         }
 
-        static func remove<Key: Hashable>(_ id: Int, under key: Key, from index: inout [Key: Set<Int>]) {
+        static func add<Key: Hashable>(_ id: Int, under key: Key, to index: inout [Key: WaiterIDs]) {
+            if index[key] == nil {
+                index[key] = .one(id)
+            } else {
+                index[key]!.insert(id)
+            }
+        }
+
+        static func remove<Key: Hashable>(_ id: Int, under key: Key, from index: inout [Key: WaiterIDs]) {
             guard var ids = index.removeValue(forKey: key) else { return }
-            ids.remove(id)
-            if !ids.isEmpty { index[key] = ids }
+            if ids.remove(id) { index[key] = ids }
         }
 
         /// Recomputes the bounds of `after` from every waiter.
@@ -999,8 +1069,8 @@ final class EventNotifier: Sendable {
             var picked = state.unindexed
             for (older, ids) in state.byGeneration where older != generation { picked.formUnion(ids) }
             var named: Set<Int> = []
-            for uid in users { named.formUnion(state.byUser[uid] ?? []) }
-            for group in groups { named.formUnion(state.byGroup[group] ?? []) }
+            for uid in users { if let ids = state.byUser[uid] { named.formUnion(ids) } }
+            for group in groups { if let ids = state.byGroup[group] { named.formUnion(ids) } }
             picked.formUnion(examined ? named.filter { id in state.waiters[id].map(wakes) ?? true } : named)
             state.passedOver += state.waiters.count - picked.count
             return picked.compactMap { state.remove($0)?.continuation }

@@ -434,3 +434,48 @@ import Testing
         }
     }
 }
+
+/// The index keeps one waiter of a key inline and more in a set: whatever the order of adds and
+/// removals, a key yields exactly its waiters, and says when none is left.
+@Suite struct WaiterIndexTests {
+    @Test func aKeyHoldsExactlyItsWaitersInlineOrInASet() {
+        var ids = EventNotifier.WaiterIDs.one(7)
+        #expect(Array(ids) == [7] && ids.count == 1)
+        ids.insert(7)
+        #expect(Array(ids) == [7] && ids.count == 1)
+        ids.insert(3)
+        ids.insert(9)
+        #expect(Set(ids) == [3, 7, 9] && ids.count == 3)
+        var left = ids.remove(7)
+        #expect(left && Set(ids) == [3, 9])
+        left = ids.remove(42)
+        #expect(left && Set(ids) == [3, 9])
+        left = ids.remove(3)
+        #expect(left && Array(ids) == [9] && ids.count == 1)
+        if case .many = ids { Issue.record("one waiter left is held inline") }
+        left = ids.remove(9)
+        #expect(!left)
+        var other = EventNotifier.WaiterIDs.one(1)
+        left = other.remove(2)
+        #expect(left && Array(other) == [1])
+        left = other.remove(1)
+        #expect(!left)
+    }
+
+    /// Many waiters for one user and group, woken by one commit: none is left in the index.
+    @Test func theIndexEmptiesWhenItsWaitersAreWoken() async throws {
+        let notifier = EventNotifier()
+        notifier.advance(to: 10)
+        var tasks: [Task<Void, Never>] = []
+        for _ in 0..<5 {
+            let already = notifier.waiting
+            tasks.append(Task { await notifier.wait(after: 10, for: "erin", groups: ["h"], generation: 0) })
+            while notifier.waiting == already { try await Task.sleep(for: .milliseconds(1)) }
+        }
+        #expect(notifier.indexed == 15)
+        notifier.advance(to: 11)
+        for task in tasks { await task.value }
+        #expect(notifier.waiting == 0)
+        #expect(notifier.indexed == 0)
+    }
+}

@@ -61,6 +61,7 @@ public final class Pattern: @unchecked Sendable {
             let vector = pcre2_get_ovector_pointer_8(data)!
             let unset = perch_pcre2_unset()
             var groups: [Range<Int>?] = []
+            groups.reserveCapacity(Int(result))
             for index in 0..<Int(result) {
                 let start = vector[2 * index]
                 let end = vector[2 * index + 1]

@@ -124,7 +124,13 @@ final class SQLiteConnection {
                 sqlite3_clear_bindings(statement)
             }
             var used = 0
-            // Text is bound with a nil destructor: SQLITE_STATIC.
+            /// Copies `bytes` to the scratch buffer's next free bytes and binds them there, with a
+            /// nil destructor: SQLITE_STATIC.
+            func bindText(_ bytes: some Collection<UInt8>, at index: Int32) -> Int32 {
+                let count = Self.copy(bytes, into: scratch, at: used)
+                defer { used += count }
+                return sqlite3_bind_text(statement, index, scratch.baseAddress! + used, Int32(count), nil)
+            }
             for (offset, value) in values.enumerated() {
                 let index = Int32(offset + 1)
                 let code: Int32
@@ -132,14 +138,8 @@ final class SQLiteConnection {
                 case .null: code = sqlite3_bind_null(statement, index)
                 case .int(let number): code = sqlite3_bind_int64(statement, index, number)
                 case .double(let number): code = sqlite3_bind_double(statement, index, number)
-                case .text(let text):
-                    let count = Self.copy(text.utf8, into: scratch, at: used)
-                    code = sqlite3_bind_text(statement, index, scratch.baseAddress! + used, Int32(count), nil)
-                    used += count
-                case .utf8(let utf8):
-                    let count = Self.copy(utf8, into: scratch, at: used)
-                    code = sqlite3_bind_text(statement, index, scratch.baseAddress! + used, Int32(count), nil)
-                    used += count
+                case .text(let text): code = bindText(text.utf8, at: index)
+                case .utf8(let utf8): code = bindText(utf8, at: index)
                 }
                 try check(code)
             }

@@ -31,9 +31,11 @@ struct JSONBody {
     }
 
     mutating func value(_ key: String) -> JSONValue? {
+        // Only the fields present are remembered: a handler asks for a dozen a body mostly lacks.
+        guard let value = object[key] else { return nil }
+        if read.isEmpty { read.reserveCapacity(object.count) }
         read.insert(key)
-        guard let value = object[key], value != .null else { return nil }
-        return value
+        return value == .null ? nil : value
     }
 
     mutating func string(_ key: String, required: Bool = false) throws(ChatError) -> String? {
@@ -81,6 +83,8 @@ struct JSONBody {
 
     /// Refuses fields nobody read.
     func finish() throws(ChatError) {
+        // `read` holds only fields of the body: when it holds as many, every field was read.
+        guard read.count < object.count else { return }
         if let unknown = object.keys.sorted().first(where: { !read.contains($0) }) {
             throw .badRequest(prefix + unknown, "unknown field")
         }

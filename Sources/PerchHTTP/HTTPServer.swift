@@ -288,23 +288,31 @@ final class RequestState {
 }
 
 private func collect(_ connection: OpaquePointer?, _ kind: MHD_ValueKind, lowercase: Bool) -> [String: String] {
-    final class Box {
-        var values: [String: String] = [:]
-        let lowercase: Bool
-        init(lowercase: Bool) { self.lowercase = lowercase }
+    // Counted first (no iterator), so the dictionary is made at its size once.
+    var values: [String: String] = [:]
+    let count = MHD_get_connection_values(connection, kind, nil, nil)
+    guard count > 0 else { return values }
+    values.reserveCapacity(Int(count))
+    withUnsafeMutablePointer(to: &values) { pointer in
+        _ = MHD_get_connection_values(
+            connection, kind, lowercase ? collectLowercased : collectAsSent, UnsafeMutableRawPointer(pointer))
     }
-    let box = Box(lowercase: lowercase)
-    let pointer = Unmanaged.passUnretained(box).toOpaque()
-    _ = MHD_get_connection_values(
-        connection, kind,
-        { context, _, key, value in
-            guard let context, let key else { return .YES }
-            let box = Unmanaged<Box>.fromOpaque(context).takeUnretainedValue()
-            let name = String(cString: key)
-            box.values[box.lowercase ? name.lowercased() : name] = value.map { String(cString: $0) } ?? ""
-            return .YES
-        }, pointer)
-    return box.values
+    return values
+}
+
+private let collectAsSent: MHD_KeyValueIterator = { context, _, key, value in
+    guard let context, let key else { return .YES }
+    context.assumingMemoryBound(to: [String: String].self).pointee[String(cString: key)] =
+        value.map { String(cString: $0) } ?? ""
+    return .YES
+}
+
+/// Header names: case does not matter in them (RFC 9110 §5.1).
+private let collectLowercased: MHD_KeyValueIterator = { context, _, key, value in
+    guard let context, let key else { return .YES }
+    context.assumingMemoryBound(to: [String: String].self).pointee[String(cString: key).lowercased()] =
+        value.map { String(cString: $0) } ?? ""
+    return .YES
 }
 
 /// libmicrohttpd's messages (a format and its arguments), as one line each to the server's `log`.

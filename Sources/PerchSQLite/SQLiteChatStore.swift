@@ -918,10 +918,13 @@ final class EventNotifier: Sendable {
         var closed = false
         var next = 0
         var waiters: [Int: Waiter] = [:]
-        /// Indexed waiters by user, by group, and by the membership generation their groups are from.
+        /// Indexed waiters by user and by group, and how many there are of each membership
+        /// generation their groups are from (those of an older one are found by looking at every
+        /// waiter, once after a membership change: ids by generation put every waiter of the host
+        /// under one key, a set made and copied at every wait).
         var byUser: [String: WaiterIDs] = [:]
         var byGroup: [String: WaiterIDs] = [:]
-        var byGeneration: [Int: WaiterIDs] = [:]
+        var generations: [Int: Int] = [:]
         /// Waits for anyone's events, and waiters whose groups are not known: every commit wakes them.
         var unindexed: Set<Int> = []
         /// Bounds of the waiters' `after`, kept loose: a removal does not tighten them; a look at
@@ -943,7 +946,7 @@ final class EventNotifier: Sendable {
             }
             Self.add(id, under: uid, to: &byUser)
             for group in groups { Self.add(id, under: group, to: &byGroup) }
-            Self.add(id, under: waiter.generation, to: &byGeneration)
+            generations[waiter.generation, default: 0] += 1
         }
 
         mutating func remove(_ id: Int) -> Waiter? {
@@ -954,7 +957,11 @@ final class EventNotifier: Sendable {
             }
             Self.remove(id, under: uid, from: &byUser)
             for group in groups { Self.remove(id, under: group, from: &byGroup) }
-            Self.remove(id, under: waiter.generation, from: &byGeneration)
+            if let count = generations[waiter.generation], count > 1 {
+                generations[waiter.generation] = count - 1
+            } else {
+                generations.removeValue(forKey: waiter.generation)
+            }
             return waiter
         }
 
@@ -998,7 +1005,7 @@ final class EventNotifier: Sendable {
     var indexed: Int {
         state.withLock { state in
             let named = [state.byUser, state.byGroup].reduce(0) { $0 + $1.values.reduce(0) { $0 + $1.count } }
-            return state.unindexed.count + named + state.byGeneration.values.reduce(0) { $0 + $1.count }
+            return state.unindexed.count + named + state.generations.values.reduce(0, +)
         }
     }
 
@@ -1077,14 +1084,28 @@ final class EventNotifier: Sendable {
                 state.tightenBounds()
                 return ready
             }
-            var picked = state.unindexed
-            for (older, ids) in state.byGeneration where older != generation { picked.formUnion(ids) }
-            var named: Set<Int> = []
-            for uid in users { if let ids = state.byUser[uid] { named.formUnion(ids) } }
-            for group in groups { if let ids = state.byGroup[group] { named.formUnion(ids) } }
-            picked.formUnion(examined ? named.filter { id in state.waiters[id].map(wakes) ?? true } : named)
-            state.passedOver += state.waiters.count - picked.count
-            return picked.compactMap { state.remove($0)?.continuation }
+            // Those who cannot be ruled out, then those the events name (by user and group), a
+            // waiter already taken skipped: sets of ids gathered, filtered and joined were several
+            // allocations a commit.
+            var picked = Array(state.unindexed)
+            if state.generations.count > 1 || state.generations.first.map({ $0.key != generation }) == true {
+                picked += state.waiters.compactMap { id, waiter in
+                    waiter.isIndexed && waiter.generation != generation ? id : nil
+                }
+            }
+            let unconditional = picked.count
+            for uid in users { if let ids = state.byUser[uid] { picked.append(contentsOf: ids) } }
+            for group in groups { if let ids = state.byGroup[group] { picked.append(contentsOf: ids) } }
+            let waiting = state.waiters.count
+            var ready: [CheckedContinuation<Void, Never>] = []
+            ready.reserveCapacity(picked.count)
+            for (index, id) in picked.enumerated() {
+                guard let waiter = state.waiters[id], index < unconditional || wakes(waiter) else { continue }
+                _ = state.remove(id)
+                ready.append(waiter.continuation)
+            }
+            state.passedOver += waiting - ready.count
+            return ready
         }
         for continuation in ready { continuation.resume() }
     }

@@ -134,10 +134,7 @@ import Testing
             #expect(EncodedEvent(stored: encoded.stored)?.stored == encoded.stored)
         }
         // A payload that does not start with the sequence 0 is not this writer's: not taken.
-        for payload in [
-            #"{"seq":12,"name":"x"}"#, #"{ "seq":0,"name":"x"}"#, #"{"name":"x","seq":0}"#, #"{"seq":0"#,
-            #"{"seq":01}"#, "",
-        ] {
+        for payload in [#"{"seq":12,"name":"x"}"#, #"{ "seq":0,"name":"x"}"#, #"{"name":"x","seq":0}"#, #"{"seq":0"#, ""] {
             #expect(EncodedEvent(stored: Array(payload.utf8)) == nil, "\(payload)")
         }
     }

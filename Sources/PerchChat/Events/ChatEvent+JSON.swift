@@ -319,9 +319,7 @@ public struct EncodedEvent: Sendable {
     /// JSON the store wrote for an event (``stored``); nil when it does not start with `seq` 0,
     /// which a payload this writer made always does.
     public init?(stored: [UInt8]) {
-        guard stored.count > Self.head.count, stored.starts(with: Self.head),
-            stored[Self.head.count] == UInt8(ascii: ",") || stored[Self.head.count] == UInt8(ascii: "}")
-        else { return nil }
+        guard stored.count > Self.head.count, stored.starts(with: Self.head) else { return nil }
         self.stored = stored
     }
 
@@ -331,9 +329,7 @@ public struct EncodedEvent: Sendable {
         output.reserveCapacity(output.count + stored.count + 19)
         output.append(contentsOf: Self.head.dropLast())
         JSONWriter.append(seq, to: &output)
-        stored.withUnsafeBufferPointer {
-            output.append(contentsOf: UnsafeBufferPointer(rebasing: $0[Self.head.count...]))
-        }
+        stored.withUnsafeBufferPointer { output.append(contentsOf: UnsafeBufferPointer(rebasing: $0[Self.head.count...])) }
     }
 }
 

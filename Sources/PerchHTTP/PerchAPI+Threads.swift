@@ -170,7 +170,7 @@ final class ChatEventSource: EventStreamSource, @unchecked Sendable {
     private var task: Task<Void, Never>?
     let metrics: HostMetrics
 
-    /// Streams `uid`'s events after `after`, as `session` (``ChatService/followEvents(for:session:after:withJSON:_:)``),
+    /// Streams `uid`'s events after `after`, as `session` (``ChatService/followEvents(for:session:after:_:)``),
     /// the frames of a page written straight into the buffer.
     init(service: ChatService, uid: String, session: String, after: Int64, metrics: HostMetrics) {
         self.metrics = metrics
@@ -178,15 +178,15 @@ final class ChatEventSource: EventStreamSource, @unchecked Sendable {
         metrics.increment("perch_sse_connections", by: 1)
         // The task keeps its source until it ends, which `close` makes happen.
         task = Task(executorPreference: executor) { [self] in
-            try? await service.followEvents(for: uid, session: session, after: after, withJSON: true) { page in
+            try? await service.followEvents(for: uid, session: session, after: after) { page in
                 var frames: [UInt8] = []
                 if let missed = page.missed {
                     frames += Array("event: perch.gap\ndata: \(PerchAPI.gapJSON(missed))\n\n".utf8)
                 }
                 guard !page.events.isEmpty || !frames.isEmpty else { return true }
-                for (index, event) in page.events.enumerated() {
+                for event in page.events {
                     frames += Array("id: \(event.seq)\nevent: \(event.name.rawValue)\ndata: ".utf8)
-                    page.appendJSON(ofEventAt: index, to: &frames)
+                    frames += event.jsonBytes
                     frames += [0x0A, 0x0A]
                 }
                 self.append(frames)

@@ -98,15 +98,14 @@ struct APIWebSocketSession: WebSocketSession {
         let after = after
         metrics.increment("perch_ws_connections", by: 1)
         let task = Task(executorPreference: executor) {
-            try? await service.followEvents(for: caller.uid, session: caller.session, after: after, withJSON: true) {
-                page in
+            try? await service.followEvents(for: caller.uid, session: caller.session, after: after) { page in
                 if let missed = page.missed {
                     deliver(Array(#"{"type":"gap","data":\#(PerchAPI.gapJSON(missed))}"#.utf8))
                 }
-                for (index, event) in page.events.enumerated() {
+                for event in page.events {
                     var message = Array(
                         #"{"type":"event","id":\#(event.seq),"event":"\#(event.name.rawValue)","data":"#.utf8)
-                    page.appendJSON(ofEventAt: index, to: &message)
+                    message += event.jsonBytes
                     message.append(UInt8(ascii: "}"))
                     deliver(message)
                 }

@@ -232,22 +232,14 @@ public final class SQLiteChatStore: ChatStore {
     /// is still in the cache (with its audience), the page is built there, with the user's groups
     /// as they are now, exactly as the SQL page would be; otherwise (another process committed, or
     /// the reader is more than the cache behind) it is read from the database.
-    public func events(for uid: String, session: String?, after seq: Int64, limit: Int, withJSON: Bool = false)
-        async throws -> EventPage
-    {
+    public func events(for uid: String, session: String?, after seq: Int64, limit: Int) async throws -> EventPage {
         // A closed store answers nothing, from memory either (a live stream then ends).
         guard !writer.isClosed else { throw StoreClosedError() }
-        if let page = try memoryPage(for: uid, session: session, after: seq, limit: limit, withJSON: withJSON) {
-            return page
-        }
-        return try reading { tx in
-            try tx.events(for: uid, session: session, after: seq, limit: limit, withJSON: withJSON)
-        }
+        if let page = try memoryPage(for: uid, session: session, after: seq, limit: limit) { return page }
+        return try reading { tx in try tx.events(for: uid, session: session, after: seq, limit: limit) }
     }
 
-    func memoryPage(for uid: String, session: String?, after seq: Int64, limit: Int, withJSON: Bool = false) throws
-        -> EventPage?
-    {
+    func memoryPage(for uid: String, session: String?, after seq: Int64, limit: Int) throws -> EventPage? {
         // The newest sequence first, the membership generation second: a commit that changed
         // members moves the generation before its events count as committed (see `Writer.commit`).
         let latest = notifier.latest
@@ -260,8 +252,7 @@ public final class SQLiteChatStore: ChatStore {
             groups = try reading { tx in try tx.groups(of: uid) }
             memberships.remember(groups, of: uid, generation: generation)
         }
-        if let page = cache.page(
-            for: uid, groups: groups, session: session, after: seq, through: latest, limit: limit, withJSON: withJSON)
+        if let page = cache.page(for: uid, groups: groups, session: session, after: seq, through: latest, limit: limit)
         {
             return page
         }
@@ -1281,8 +1272,7 @@ final class EventCache: Sendable {
     /// audience; only the page's events are copied. nil when an event of the range is not here or
     /// has no audience (another process's).
     func page(
-        for uid: String, groups: Set<String>, session: String?, after seq: Int64, through latest: Int64, limit: Int,
-        withJSON: Bool = false
+        for uid: String, groups: Set<String>, session: String?, after seq: Int64, through latest: Int64, limit: Int
     ) -> EventPage? {
         ring.withLock { ring in
             var page = EventPage(events: [], scannedThrough: seq)
@@ -1297,7 +1287,7 @@ final class EventCache: Sendable {
                     if audience.excludedSession == nil || audience.excludedSession != session,
                         let entry = ring.entries[slot]
                     {
-                        page.append(entry.event, encoded: withJSON ? entry.json : nil)
+                        page.events.append(entry.event)
                     }
                     if visible == limit {
                         page.scannedThrough = next
@@ -1317,19 +1307,8 @@ final class EventCache: Sendable {
 struct CachedEvent: Sendable {
     var event: ChatEvent
     var audience: EventAudience?
-    /// Its JSON as stored, which live streams send on (nil when the payload was not this writer's).
-    var json: EncodedEvent?
-    /// About the bytes it holds: those of its JSON, and as many again for the decoded event (its
-    /// text, its data).
+    /// The bytes of its JSON: about what the decoded event holds in memory (its text, its data).
     var size = 0
-
-    init(event: ChatEvent, audience: EventAudience?, json: EncodedEvent? = nil, size: Int? = nil) {
-        self.event = event
-        self.audience = audience
-        self.json = json
-        let payload = size ?? json?.stored.count ?? 0
-        self.size = json == nil ? payload : 2 * payload
-    }
 }
 
 /// The groups of recent readers of events, valid for one generation: a commit that adds, changes

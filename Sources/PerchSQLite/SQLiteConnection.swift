@@ -209,13 +209,6 @@ final class SQLiteConnection {
         }
 
         func optionalText(_ column: Int32) -> String? { isNull(column) ? nil : text(column) }
-
-        /// A text or blob value's bytes, as stored.
-        func bytes(_ column: Int32) -> [UInt8] {
-            guard let pointer = sqlite3_column_blob(statement, column) else { return [] }
-            let count = Int(sqlite3_column_bytes(statement, column))
-            return Array(UnsafeRawBufferPointer(start: pointer, count: count))
-        }
     }
 }
 

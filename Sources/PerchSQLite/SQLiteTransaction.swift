@@ -648,12 +648,13 @@ final class SQLiteTransaction: ChatWriteTransaction {
 
     func appendEvent(_ event: ChatEvent, audience: EventAudience) throws -> Int64 {
         var stored = event
-        let json = EncodedEvent(event)
+        stored.seq = 0
+        let json = stored.jsonBytes
         try db.run(
             "INSERT INTO events (name, audience_group, excluded_session, payload) VALUES (?, ?, ?, ?)",
             [
                 .text(event.name.rawValue), audience.group.map(SQLValue.text) ?? .null,
-                audience.excludedSession.map(SQLValue.text) ?? .null, .utf8(json.stored),
+                audience.excludedSession.map(SQLValue.text) ?? .null, .utf8(json),
             ])
         let seq = db.lastInsertRowID
         for uid in Set(audience.users) {
@@ -661,13 +662,11 @@ final class SQLiteTransaction: ChatWriteTransaction {
         }
         lastEventSequence = max(lastEventSequence, seq)
         stored.seq = seq
-        appended.append(CachedEvent(event: stored, audience: audience, json: json))
+        appended.append(CachedEvent(event: stored, audience: audience, size: json.count))
         return seq
     }
 
-    func events(for uid: String, session: String?, after requested: Int64, limit: Int, withJSON: Bool = false) throws
-        -> EventPage
-    {
+    func events(for uid: String, session: String?, after requested: Int64, limit: Int) throws -> EventPage {
         // Events the retention pruned are skipped, and the reader told (their audience rows may
         // outlive them a while: they are never read).
         let start = try logStart("events")
@@ -687,24 +686,23 @@ final class SQLiteTransaction: ChatWriteTransaction {
             ) picked ON picked.seq = e.seq
             ORDER BY e.seq LIMIT ?3
             """, [.text(uid), .int(seq), .int(Int64(limit))]
-        ) { row -> (Int64, CachedEvent?, [UInt8], String?) in
+        ) { row -> (Int64, ChatEvent?, String?, String?) in
             // A cached event's payload is not copied out of SQLite.
             let number = row.int(0)
-            if let cached = cache?.entry(number) { return (number, cached, [], row.optionalText(2)) }
-            return (number, nil, row.bytes(1), row.optionalText(2))
+            if let cached = cache?.event(number) { return (number, cached, nil, row.optionalText(2)) }
+            return (number, nil, row.text(1), row.optionalText(2))
         }
         for (number, cached, payload, excluded) in rows {
             page.scannedThrough = number
             if let excluded, excluded == session { continue }
             if let cached {
-                page.append(cached.event, encoded: withJSON ? cached.json : nil)
+                page.events.append(cached)
                 continue
             }
-            var event = try ChatEvent(json: payload)
+            var event = try ChatEvent(json: payload ?? "")
             event.seq = number
-            let json = EncodedEvent(stored: payload)
-            cache?.insert([CachedEvent(event: event, audience: nil, json: json, size: payload.count)])
-            page.append(event, encoded: withJSON ? json : nil)
+            cache?.insert([CachedEvent(event: event, audience: nil, size: payload?.utf8.count ?? 0)])
+            page.events.append(event)
         }
         // A short page holds every event of this user up to the snapshot's newest: the stream is
         // scanned through it (same transaction, so nothing committed later is skipped).

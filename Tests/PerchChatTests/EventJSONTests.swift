@@ -116,29 +116,6 @@ import Testing
         }
     }
 
-    @Test func anEncodedEventIsTheEventsJSONWithAnySequencePutIn() throws {
-        for event in Self.sampleEvents {
-            let encoded = EncodedEvent(event)
-            var unsequenced = event
-            unsequenced.seq = 0
-            #expect(encoded.stored == unsequenced.jsonBytes)
-            for seq: Int64 in [0, 1, 9, 10, 123_456_789, Int64.max] {
-                var sequenced = event
-                sequenced.seq = seq
-                var output = Array("data: ".utf8)
-                encoded.append(seq: seq, to: &output)
-                #expect(output == Array("data: ".utf8) + sequenced.jsonBytes)
-                #expect(try ChatEvent(json: Array(output.dropFirst(6))) == sequenced)
-            }
-            // What the store wrote is taken back as it is.
-            #expect(EncodedEvent(stored: encoded.stored)?.stored == encoded.stored)
-        }
-        // A payload that does not start with the sequence 0 is not this writer's: not taken.
-        for payload in [#"{"seq":12,"name":"x"}"#, #"{ "seq":0,"name":"x"}"#, #"{"name":"x","seq":0}"#, #"{"seq":0"#, ""] {
-            #expect(EncodedEvent(stored: Array(payload.utf8)) == nil, "\(payload)")
-        }
-    }
-
     @Test func theWriterWritesNumbersAndEscapesAsFoundationReadsThem() throws {
         for number in [0, -1, 7, 10, 1_000_000, Int64.max, Int64.min] {
             var writer = JSONWriter()

@@ -65,56 +65,6 @@ import Testing
         await reopened.close()
     }
 
-    /// Live streams send each event's JSON as the store wrote it (``EventPage/encoded``), with the
-    /// event's sequence put in: it must be the same bytes as the event written anew, whether the
-    /// page came from memory, from the file after a restart, or from events a reader decoded.
-    @Test func pagesCarryTheStoresJSONOfTheirEventsFromMemoryAndFromTheFile() async throws {
-        let fixture = try await ChatFixture.make()
-        defer { try? FileManager.default.removeItem(atPath: fixture.directory) }
-        let root = try await fixture.say("root \"quoted\" \u{1} 🎉 <@uid:bob>", as: "dave")
-        try await fixture.say("reply", as: "carol", parent: root.id)
-        try await fixture.service.kick("dave", from: "g", by: "carol")
-        try await fixture.say("to bob", as: "alice", to: .user("bob"))
-
-        func expectStoredJSON(_ page: EventPage, sourceLocation: SourceLocation = #_sourceLocation) {
-            #expect(page.encoded.count == page.events.count, sourceLocation: sourceLocation)
-            for (index, event) in page.events.enumerated() {
-                var output: [UInt8] = [0x2A]
-                page.appendJSON(ofEventAt: index, to: &output)
-                #expect(output == [0x2A] + event.jsonBytes, "\(event.name)", sourceLocation: sourceLocation)
-            }
-        }
-        let live = try await fixture.service.events(for: "bob", after: 0, withJSON: true)
-        #expect(live.events.count >= 4)
-        // A reader that does not ask for it (a bot) gets none.
-        #expect(try await fixture.service.events(for: "bob", after: 0).encoded.isEmpty)
-        expectStoredJSON(live)
-        await fixture.store.close()
-
-        let reopened = try SQLiteChatStore(path: fixture.path)
-        let service = ChatService(store: reopened)
-        let read = try await service.events(for: "bob", after: 0, withJSON: true)
-        #expect(read.events == live.events)
-        expectStoredJSON(read)
-        // Read again: now from the events the first read decoded and kept.
-        let again = try await service.events(for: "bob", after: 0, withJSON: true)
-        #expect(again.events == live.events)
-        expectStoredJSON(again)
-        await reopened.close()
-
-        // A page whose store kept no JSON writes each event anew; one event without it is enough.
-        var mixed = EventPage(events: [], scannedThrough: 0)
-        mixed.append(live.events[0], encoded: EncodedEvent(live.events[0]))
-        mixed.append(live.events[1], encoded: nil)
-        mixed.append(live.events[2], encoded: EncodedEvent(live.events[2]))
-        #expect(mixed.encoded.isEmpty && mixed.events.count == 3)
-        for index in mixed.events.indices {
-            var output: [UInt8] = []
-            mixed.appendJSON(ofEventAt: index, to: &output)
-            #expect(output == mixed.events[index].jsonBytes)
-        }
-    }
-
     @Test func theStreamDeliversLiveEventsAndSkipsOthersTraffic() async throws {
         try await withChat { chat in
             let stream = chat.service.eventStream(for: "erin", after: 0)

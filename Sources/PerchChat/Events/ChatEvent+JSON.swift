@@ -18,10 +18,7 @@ public struct JSONWriter {
     /// A whole number, its digits made right to left on the stack and appended at once (no
     /// intermediate `String`; reversing them in `bytes` instead copied the whole buffer, since a
     /// slice of it is not uniquely referenced).
-    public mutating func int(_ number: Int64) { Self.append(number, to: &bytes) }
-
-    /// Appends `number`'s digits to `bytes` (``int(_:)`` for bytes outside a writer).
-    public static func append(_ number: Int64, to bytes: inout [UInt8]) {
+    public mutating func int(_ number: Int64) {
         // 19 digits and a sign: Int64.min is -9223372036854775808.
         withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 20) { digits in
             var magnitude = number.magnitude
@@ -288,48 +285,6 @@ extension ChatEvent {
         var writer = JSONWriter()
         writer.event(self)
         return writer.output
-    }
-}
-
-/// An event's JSON written once, before its sequence is known, so that every copy sent later is
-/// the same bytes with the sequence put in (``ChatEvent/jsonBytes`` writes the whole event again).
-///
-/// The store writes an event's JSON with `seq` 0 inside the transaction that gives the event its
-/// sequence, and each live stream sends the committed event with its sequence: rendering it again
-/// for every stream was about a twentieth of the HTTP server's CPU in a burst. `seq` is the
-/// writer's first key, so the bytes after `{"seq":0` are those of the event with any sequence.
-public struct EncodedEvent: Sendable {
-    /// The event's JSON with `seq` 0: what the store writes.
-    public let stored: [UInt8]
-
-    private static let head = Array(#"{"seq":0"#.utf8)
-
-    /// `event`'s JSON with its sequence left as 0.
-    public init(_ event: ChatEvent) {
-        // An event is written before it has a sequence: then it is not copied.
-        guard event.seq != 0 else {
-            stored = event.jsonBytes
-            return
-        }
-        var unsequenced = event
-        unsequenced.seq = 0
-        stored = unsequenced.jsonBytes
-    }
-
-    /// JSON the store wrote for an event (``stored``); nil when it does not start with `seq` 0,
-    /// which a payload this writer made always does.
-    public init?(stored: [UInt8]) {
-        guard stored.count > Self.head.count, stored.starts(with: Self.head) else { return nil }
-        self.stored = stored
-    }
-
-    /// Appends the event's JSON with `seq` as its sequence to `output`: the same bytes as
-    /// ``ChatEvent/jsonBytes`` of the event with that sequence.
-    public func append(seq: Int64, to output: inout [UInt8]) {
-        output.reserveCapacity(output.count + stored.count + 19)
-        output.append(contentsOf: Self.head.dropLast())
-        JSONWriter.append(seq, to: &output)
-        stored.withUnsafeBufferPointer { output.append(contentsOf: UnsafeBufferPointer(rebasing: $0[Self.head.count...])) }
     }
 }
 

@@ -141,7 +141,4 @@ struct RequiredKeys {
 extension ChatEvent {
     /// Reads an event from its JSON payload (as ``JSONWriter/event(_:)`` writes it).
     public init(json: String) throws { self = try JSONReader.read(json) { try $0.event() } }
-
-    /// The event of JSON text's UTF-8 bytes.
-    public init(json: [UInt8]) throws { self = try JSONReader.read(json) { try $0.event() } }
 }

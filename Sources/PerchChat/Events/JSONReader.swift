@@ -25,22 +25,13 @@ public struct JSONReader {
     /// Reads one value of `text` with `body`, and checks nothing but whitespace follows it.
     public static func read<T>(_ text: String, _ body: (inout JSONReader) throws -> T) throws -> T {
         var text = text
-        return try text.withUTF8 { try read($0, body) }
-    }
-
-    /// ``read(_:_:)-(String,_)`` of JSON text's UTF-8 bytes.
-    public static func read<T>(_ bytes: [UInt8], _ body: (inout JSONReader) throws -> T) throws -> T {
-        try bytes.withUnsafeBufferPointer { try read($0, body) }
-    }
-
-    private static func read<T>(_ buffer: UnsafeBufferPointer<UInt8>, _ body: (inout JSONReader) throws -> T) throws
-        -> T
-    {
-        var reader = JSONReader(buffer)
-        let value = try body(&reader)
-        reader.skipWhitespace()
-        guard reader.index == buffer.count else { throw reader.failure("text after the value") }
-        return value
+        return try text.withUTF8 { buffer in
+            var reader = JSONReader(buffer)
+            let value = try body(&reader)
+            reader.skipWhitespace()
+            guard reader.index == buffer.count else { throw reader.failure("text after the value") }
+            return value
+        }
     }
 
     // MARK: Scalars

@@ -3,15 +3,12 @@ import PerchChat
 extension ChatService {
     /// The events `uid` may see after `seq`, as seen from `session`: group events of the groups the
     /// user is in now, and events addressed to the user; a user's own save or unsave is left out
-    /// for the session that made it. With `withJSON` the page also holds the events' JSON as the
-    /// store wrote it, when it kept it (``EventPage/encoded``): a live stream sends that on.
-    public func events(
-        for uid: String, session: String? = nil, after seq: Int64, limit: Int = 256, withJSON: Bool = false
-    ) async throws(ChatError) -> EventPage {
+    /// for the session that made it.
+    public func events(for uid: String, session: String? = nil, after seq: Int64, limit: Int = 256)
+        async throws(ChatError) -> EventPage
+    {
         guard (1...10_000).contains(limit) else { throw .badRequest("limit", "must be 1–10000") }
-        return try await wireSafely {
-            try await store.events(for: uid, session: session, after: seq, limit: limit, withJSON: withJSON)
-        }
+        return try await wireSafely { try await store.events(for: uid, session: session, after: seq, limit: limit) }
     }
 
     /// Returns once an event after `seq` is committed (or the store closes, or the task is cancelled).
@@ -49,22 +46,20 @@ extension ChatService {
         try await writing { tx in try tx.keepCursors(consumers, at: now) }
     }
 
-    /// Follows `uid`'s events after `seq`, as a session (the pages with their JSON as stored when
-    /// `withJSON`, as ``events(for:session:after:limit:withJSON:)``): pages through the backlog, then waits for
+    /// Follows `uid`'s events after `seq`, as a session: pages through the backlog, then waits for
     /// new commits, handing each page to `deliver` (an empty one too) until `deliver` answers
     /// false or the task is cancelled. Only the first page can have ``EventPage/missed`` (a stream
     /// resumed from before the log's start).
     /// - Throws: what reading a page throws (a store failure).
     public func followEvents(
-        for uid: String, session: String? = nil, after seq: Int64, withJSON: Bool = false,
-        _ deliver: (EventPage) -> Bool
+        for uid: String, session: String? = nil, after seq: Int64, _ deliver: (EventPage) -> Bool
     ) async throws(ChatError) {
         var cursor = seq
         while !Task.isCancelled {
             // A short page scanned everything committed when it was read (its `scannedThrough` is
             // the snapshot's newest event): wait for the user's next event, which returns at once
             // when more was committed since.
-            let page = try await events(for: uid, session: session, after: cursor, withJSON: withJSON)
+            let page = try await events(for: uid, session: session, after: cursor)
             guard deliver(page) else { return }
             cursor = max(cursor, page.scannedThrough)
             if page.isFull { continue }
@@ -72,7 +67,7 @@ extension ChatService {
         }
     }
 
-    /// A live stream of `uid`'s events after `seq`, as a session (``followEvents(for:session:after:withJSON:_:)``).
+    /// A live stream of `uid`'s events after `seq`, as a session (``followEvents(for:session:after:_:)``).
     /// Ends when the task is cancelled; throws on a store failure.
     public func eventStream(for uid: String, session: String? = nil, after seq: Int64)
         -> AsyncThrowingStream<ChatEvent, any Error>

@@ -20,11 +20,9 @@ public protocol ChatStore: Sendable {
     /// one does not): a caller may then start the next write before the last one commits.
     var submitsInOrder: Bool { get }
     func read<T: Sendable>(_ body: @escaping @Sendable (any ChatReadTransaction) throws -> T) async throws -> T
-    /// The events `uid` may see after `seq` (``ChatReadTransaction/events(for:session:after:limit:withJSON:)``
-    /// in a read transaction, unless the store can answer from memory), with their JSON as stored
-    /// when `withJSON` and the store keeps it (``EventPage/encoded``), for a reader that sends them on.
-    func events(for uid: String, session: String?, after seq: Int64, limit: Int, withJSON: Bool) async throws
-        -> EventPage
+    /// The events `uid` may see after `seq` (``ChatReadTransaction/events(for:session:after:limit:)``
+    /// in a read transaction, unless the store can answer from memory).
+    func events(for uid: String, session: String?, after seq: Int64, limit: Int) async throws -> EventPage
     /// The sequence number of the newest committed event.
     func latestEventSequence() async throws -> Int64
     /// Returns once an event after `seq` is committed, the store closes, or the task is cancelled.
@@ -57,10 +55,8 @@ public protocol StoreFailure: Error {
 }
 
 extension ChatStore {
-    public func events(for uid: String, session: String?, after seq: Int64, limit: Int, withJSON: Bool) async throws
-        -> EventPage
-    {
-        try await read { tx in try tx.events(for: uid, session: session, after: seq, limit: limit, withJSON: withJSON) }
+    public func events(for uid: String, session: String?, after seq: Int64, limit: Int) async throws -> EventPage {
+        try await read { tx in try tx.events(for: uid, session: session, after: seq, limit: limit) }
     }
 }
 
@@ -105,9 +101,8 @@ public protocol ChatReadTransaction {
     /// The user's outbox rows after `seq`, oldest first, and the rows after `seq` the retention
     /// removed before the reader came (``NotificationPage/missed``).
     func notifications(for uid: String, after seq: Int64, limit: Int) throws -> NotificationPage
-    /// The events `uid` may see after `seq`, oldest first, leaving out those excluded for `session`;
-    /// with `withJSON`, also their JSON as stored, when the store keeps it (``EventPage/encoded``).
-    func events(for uid: String, session: String?, after seq: Int64, limit: Int, withJSON: Bool) throws -> EventPage
+    /// The events `uid` may see after `seq`, oldest first, leaving out those excluded for `session`.
+    func events(for uid: String, session: String?, after seq: Int64, limit: Int) throws -> EventPage
     func cursor(consumer: String) throws -> Int64?
     /// The lowest cursor among the consumers that saved theirs at `time` or later (the retention
     /// prunes no event such a consumer has not handled), nil when none did.
@@ -224,39 +219,12 @@ public struct EventPage: Sendable {
     /// The sequences after the reader's that the retention removed before it read them: the page
     /// starts after them. Nil when nothing the reader asked for was pruned.
     public var missed: ClosedRange<Int64>?
-    /// The events' JSON as the store wrote it, one for each event, or empty when the store kept
-    /// none: ``appendJSON(ofEventAt:to:)`` then writes it again.
-    public var encoded: [EncodedEvent]
 
-    public init(
-        events: [ChatEvent], scannedThrough: Int64, isFull: Bool = false, missed: ClosedRange<Int64>? = nil,
-        encoded: [EncodedEvent] = []
-    ) {
+    public init(events: [ChatEvent], scannedThrough: Int64, isFull: Bool = false, missed: ClosedRange<Int64>? = nil) {
         self.events = events
         self.scannedThrough = scannedThrough
         self.isFull = isFull
         self.missed = missed
-        self.encoded = encoded
-    }
-
-    /// Appends the JSON of the event at `index` to `output` (its ``ChatEvent/jsonBytes``), from the
-    /// store's own copy when the page has one.
-    public func appendJSON(ofEventAt index: Int, to output: inout [UInt8]) {
-        if encoded.count == events.count {
-            encoded[index].append(seq: events[index].seq, to: &output)
-        } else {
-            output += events[index].jsonBytes
-        }
-    }
-
-    /// Adds `event` and, when the store kept it, its JSON (else the page keeps no JSON at all).
-    public mutating func append(_ event: ChatEvent, encoded json: EncodedEvent?) {
-        if let json, encoded.count == events.count {
-            encoded.append(json)
-        } else {
-            encoded.removeAll()
-        }
-        events.append(event)
     }
 }
 

@@ -1,6 +1,5 @@
 import PerchChat
 import PerchConfig
-import PerchLock
 import PerchService
 import Synchronization
 

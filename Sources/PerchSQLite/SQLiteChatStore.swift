@@ -841,8 +841,8 @@ final class EventNotifier: Sendable {
     }
 
     /// The waiters under one key of the index: one held inline (the usual case: a user's one bot
-    /// or stream, a generation's waiters between two membership changes), more in a set. A set
-    /// for every key was made at every wait and freed at its wake: several allocations a round trip.
+    /// or stream), more in a set. A set for every key was made at every wait and freed at its
+    /// wake: several allocations a round trip.
     enum WaiterIDs: Sequence {
         case one(Int)
         case many(Set<Int>)
@@ -1079,7 +1079,7 @@ final class EventNotifier: Sendable {
             // waiter already taken skipped: sets of ids gathered, filtered and joined were several
             // allocations a commit.
             var picked = Array(state.unindexed)
-            if state.generations.count > 1 || state.generations.first.map({ $0.key != generation }) == true {
+            if state.generations.keys.contains(where: { $0 != generation }) {
                 picked += state.waiters.compactMap { id, waiter in
                     waiter.isIndexed && waiter.generation != generation ? id : nil
                 }

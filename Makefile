@@ -12,12 +12,13 @@ run: setup
 
 ## Run the whole test suite (the format lint, the release build `make run` uses, the Swift tests, the
 ## web chat in a headless browser, the self-contained release build, tried) as CI does. The release
-## build compiles each module whole, and can fail where the tests' debug build does not.
+## build compiles each module whole, and can fail where the tests' debug build does not. The Swift
+## tests run under a watchdog (scripts/swift-test) that names a hung test and prints its stacks.
 test:
 	@./scripts/setup --tests
 	$(SWIFT) format lint --strict --recursive Package.swift Sources Tests
 	$(SWIFT) build -c release --product perch
-	$(SWIFT) test --parallel
+	./scripts/swift-test
 	./scripts/web-test
 	./scripts/release
 

@@ -32,7 +32,8 @@ let package = Package(
         .target(name: "PerchMatch", dependencies: ["CHyperscan", "PerchLock"]),
         // The pure chat core: types, rules, errors. No I/O, no clock.
         .target(name: "PerchChat"),
-        // The calling thread's CPUs (C: glibc's `sched_setaffinity` needs `_GNU_SOURCE`).
+        // The calling thread's CPUs (C: glibc's `sched_setaffinity` needs `_GNU_SOURCE`), and other
+        // system calls Swift's Glibc module does not declare or Swift may not make (a signal handler).
         .target(name: "CSched"),
         // A value behind a pthread mutex (not Synchronization.Mutex: see its comment), thread names,
         // the executor whose jobs a thread of the owner's runs, where such a thread runs, and the
@@ -69,7 +70,9 @@ let package = Package(
         // The commands, thin: each builds a frontend, runs it, turns failure into an exit code.
         .target(
             name: "PerchCLI",
-            dependencies: ["PerchConfig", "PerchService", "PerchSQLite", "PerchHost", "PerchHTTP", "PerchLock"]),
+            dependencies: [
+                "CSched", "PerchConfig", "PerchService", "PerchSQLite", "PerchHost", "PerchHTTP", "PerchLock",
+            ]),
         .executableTarget(name: "perch", dependencies: ["PerchCLI", "PerchHost"]),
         // libFuzzer entry point for the configuration loader (build with --sanitize=fuzzer).
         .executableTarget(name: "FuzzConfig", dependencies: ["PerchConfig"]),

@@ -105,19 +105,24 @@ public enum RunCommand {
                 return 1
             }
         }
-        let signals = SignalWatcher()
         let watcher = FileWatcher(paths: [configPath, loaded.resolve(loaded.config?.botsDirectory ?? "bots")])
+        let signals: SignalWatcher
+        do {
+            signals = try SignalWatcher(files: watcher)
+        } catch {
+            logger.error("\(error)")
+            server?.stop()
+            await host.stop()
+            return 1
+        }
         let listening =
             server.map { ", the API on \(loaded.config?.server.listenAddress?.host ?? ""):\($0.port)" } ?? ""
         var running = CheckCommand.summary(loaded)
         manager.ready(status: "running: \(running)\(listening)")
-        while true {
-            switch await signals.next(orFileChange: watcher) {
+        requests: for await request in signals.requests {
+            switch request {
             case .stop:
-                manager.stopping()
-                server?.stop()
-                await host.stop()
-                return 0
+                break requests
             case .reload:
                 logger.info("reloading the configuration")
                 manager.reloading()
@@ -131,6 +136,11 @@ public enum RunCommand {
                 }
             }
         }
+        signals.finish()
+        manager.stopping()
+        server?.stop()
+        await host.stop()
+        return 0
     }
 
     /// What the web chat is served from and told at start.

@@ -1,4 +1,4 @@
-import Dispatch
+import CSched
 import Foundation
 import PerchLock
 
@@ -12,43 +12,58 @@ enum HostSignal: Sendable {
     case reload
 }
 
-/// SIGTERM/SIGINT (stop) and SIGHUP (reload) as an async sequence of requests.
+/// SIGTERM/SIGINT (stop), SIGHUP (reload) and changes of the watched files (reload), as one
+/// sequence of requests, in the order they came.
+///
+/// The signals are caught by a handler that writes them to a pipe, which a thread of the
+/// watcher's reads: a signal is on the pipe from the moment the watcher is made, whichever
+/// thread took it. (They were ignored, each with a libdispatch signal source, which takes over
+/// the signal when libdispatch registers it, after `resume()` has returned: one that came in
+/// between was dropped.) The file watcher runs beside it and adds its reloads to the same
+/// sequence. (The next request was the first of a signal and a file change, the other's wait
+/// cancelled; a cancelled wait ends an `AsyncStream`, so after a reload that a file change asked
+/// for, the next request was always a stop: saving config.yaml stopped the host.)
 final class SignalWatcher: Sendable {
-    private let stream: AsyncStream<HostSignal>
-    private let sources: Lock<[DispatchSourceSignal]>
+    /// The requests, for one loop to read.
+    let requests: AsyncStream<HostSignal>
+    private let sink: AsyncStream<HostSignal>.Continuation
 
-    init() {
-        var continuation: AsyncStream<HostSignal>.Continuation!
-        stream = AsyncStream { continuation = $0 }
-        let queue = DispatchQueue(label: "perch.signals")
-        var sources: [DispatchSourceSignal] = []
-        for (number, request) in [(SIGTERM, HostSignal.stop), (SIGINT, .stop), (SIGHUP, .reload)] {
-            signal(number, SIG_IGN)
-            let source = DispatchSource.makeSignalSource(signal: number, queue: queue)
-            let sink = continuation!
-            source.setEventHandler { sink.yield(request) }
-            source.resume()
-            sources.append(source)
-        }
-        self.sources = Lock(sources)
+    struct Failure: Error, CustomStringConvertible {
+        let code: Int32
+        var description: String { "cannot catch SIGTERM, SIGINT and SIGHUP: \(String(cString: strerror(code)))" }
     }
 
-    /// The next request: a signal, or a reload when watched files changed.
-    func next(orFileChange watcher: FileWatcher) async -> HostSignal {
-        await withTaskGroup(of: HostSignal?.self) { group in
-            group.addTask {
-                for await request in self.stream { return request }
-                return .stop
-            }
-            group.addTask {
-                await watcher.nextChange()
-                return Task.isCancelled ? nil : .reload
-            }
-            let first = await group.next() ?? .stop
-            group.cancelAll()
-            return first ?? .stop
+    /// Catches the signals from now on (once a process), and reloads when `files` change.
+    init(files: FileWatcher) throws(Failure) {
+        (requests, sink) = AsyncStream.makeStream(of: HostSignal.self)
+        let descriptor = [SIGTERM, SIGINT, SIGHUP].withUnsafeBufferPointer {
+            perch_signal_pipe($0.baseAddress, Int32($0.count))
         }
+        guard descriptor >= 0 else { throw Failure(code: errno) }
+        let sink = sink
+        let reader = Thread {
+            var number: UInt8 = 0
+            while true {
+                let count = read(descriptor, &number, 1)
+                if count < 0, errno == EINTR { continue }
+                guard count == 1 else { return }
+                sink.yield(Int32(number) == SIGHUP ? .reload : .stop)
+            }
+        }
+        reader.name = "perch-signals"
+        reader.start()
+        let watching = Task {
+            while !Task.isCancelled {
+                await files.nextChange()
+                if !Task.isCancelled { sink.yield(.reload) }
+            }
+        }
+        sink.onTermination = { _ in watching.cancel() }
     }
+
+    /// Stops watching the files (the signals stay caught: a second SIGTERM during a stop is a
+    /// request nobody reads, not the end of the process).
+    func finish() { sink.finish() }
 }
 
 /// Polls the modification times of config.yaml and the bot files (once a second); cheap and

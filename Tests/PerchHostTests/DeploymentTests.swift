@@ -27,10 +27,10 @@ import Testing
         return String(line.dropFirst(key.count + 1))
     }
 
-    @Test func systemdAnalyzeVerifyFindsNothingToSayAboutTheUnits() throws {
+    @Test func systemdAnalyzeVerifyFindsNothingToSayAboutTheUnits() async throws {
         let directory = try Self.unitsForThisBuild()
         defer { try? FileManager.default.removeItem(atPath: directory) }
-        let verified = try run("/usr/bin/systemd-analyze", ["verify"] + Self.units.map { directory + "/" + $0 })
+        let verified = try await run("/usr/bin/systemd-analyze", ["verify"] + Self.units.map { directory + "/" + $0 })
         let said = verified.output
         #expect(verified.status == 0, "\(said)")
         // An unknown key or a bad value is only a warning to systemd: none may be said.
@@ -66,13 +66,13 @@ import Testing
         process.standardOutput = FileHandle(forWritingAtPath: "/dev/null")
         try process.run()
         defer { if process.isRunning { process.terminate() } }
-        #expect(listener.receive()?.hasPrefix("READY=1\n") == true)
+        #expect(await listener.next()?.hasPrefix("READY=1\n") == true)
         kill(process.processIdentifier, SIGHUP)
-        #expect(listener.receive()?.hasPrefix("RELOADING=1\n") == true)
-        #expect(listener.receive()?.hasPrefix("READY=1\n") == true)
+        #expect(await listener.next()?.hasPrefix("RELOADING=1\n") == true)
+        #expect(await listener.next()?.hasPrefix("READY=1\n") == true)
         process.terminate()
-        #expect(listener.receive() == "STOPPING=1\nSTATUS=stopping")
-        process.waitUntilExit()
+        #expect(await listener.next() == "STOPPING=1\nSTATUS=stopping")
+        #expect(try await exited(process))
         #expect(process.terminationStatus == 0)
         // --log-format json: every line the journal gets is one JSON object.
         let lines = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
@@ -99,20 +99,20 @@ import Testing
         try FileManager.default.createDirectory(atPath: backups + "/old", withIntermediateDirectories: true)
         let old = Date().addingTimeInterval(-15 * 86_400)
         try FileManager.default.setAttributes([.modificationDate: old], ofItemAtPath: backups + "/old")
-        func shell(_ key: String) throws -> Int32 {
+        func shell(_ key: String) async throws -> Int32 {
             let command = try Self.value(key, in: "perch-backup.service")
                 .replacingOccurrences(of: "%%", with: "%")
                 .replacingOccurrences(of: "/usr/local/bin/perch", with: HostCrashTests.buildDirectory + "/perch")
                 .replacingOccurrences(of: "/etc/perch/config.yaml", with: directory + "/config.yaml")
                 .replacingOccurrences(of: "/var/lib/perch-backups", with: backups)
-            return try run("/bin/sh", ["-c", command]).status
+            return try await run("/bin/sh", ["-c", command]).status
         }
-        #expect(try shell("ExecStart") == 0)
+        #expect(try await shell("ExecStart") == 0)
         let made = try FileManager.default.contentsOfDirectory(atPath: backups).filter { $0 != "old" }
         #expect(made.count == 1)
         #expect(made.first?.wholeMatch(of: /\d{4}-\d{2}-\d{2}T\d{6}Z/) != nil, "\(made)")
         #expect(try SQLiteChatStore.verify(path: backups + "/" + made[0] + "/perch.sqlite").isEmpty)
-        #expect(try shell("ExecStartPost") == 0)
+        #expect(try await shell("ExecStartPost") == 0)
         #expect(try FileManager.default.contentsOfDirectory(atPath: backups) == made)
     }
 
@@ -164,7 +164,7 @@ import Testing
         environment["STATE"] = state
         environment["ETC"] = etc
         environment["PERCH"] = HostCrashTests.buildDirectory + "/perch"
-        let sandboxed = try run("/usr/bin/unshare", ["-m", "sh", "-c", script], environment: environment)
+        let sandboxed = try await run("/usr/bin/unshare", ["-m", "sh", "-c", script], environment: environment)
         let said = sandboxed.output
         #expect(sandboxed.status == 0, "\(said)")
         #expect(said.split(separator: "\n") == ["send 200", "upload 200", "backup", "stopped"], "\(said)")

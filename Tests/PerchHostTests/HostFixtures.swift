@@ -62,6 +62,22 @@ extension TestChat {
     }
 }
 
+/// Waits for `process` to exit, at most `timeout` (then kills it): whether it exited in time. Not
+/// `waitUntilExit()`, which holds one of the few threads of the tests' pool until the child exits,
+/// for ever if it does not.
+func exited(_ process: Process, within timeout: Duration = .seconds(30)) async throws -> Bool {
+    let deadline = ContinuousClock.now + timeout
+    while process.isRunning {
+        guard ContinuousClock.now < deadline else {
+            kill(process.processIdentifier, SIGKILL)
+            while process.isRunning { try await Task.sleep(for: .milliseconds(20)) }
+            return false
+        }
+        try await Task.sleep(for: .milliseconds(20))
+    }
+    return true
+}
+
 /// What a program run to its end said: its exit status, its standard output and its standard error
 /// (`errors` empty when they were asked for together, in `output`).
 struct ProgramRun {
@@ -72,10 +88,21 @@ struct ProgramRun {
 
 /// Runs `program` to its end, `input` on its standard input. `together`: its standard error goes
 /// with its standard output, in order; else each is read apart (on two threads, so that neither
-/// fills its pipe while the other is read).
+/// fills its pipe while the other is read). The waits are on a thread of their own, not one of the
+/// tests' pool.
 func run(
     _ program: String, _ arguments: [String], environment: [String: String]? = nil, directory: String? = nil,
     input: String? = nil, together: Bool = true
+) async throws -> ProgramRun {
+    try await onThread {
+        try runToEnd(
+            program, arguments, environment: environment, directory: directory, input: input, together: together)
+    }
+}
+
+private func runToEnd(
+    _ program: String, _ arguments: [String], environment: [String: String]?, directory: String?,
+    input: String?, together: Bool
 ) throws -> ProgramRun {
     let process = Process()
     process.executableURL = URL(fileURLWithPath: program)

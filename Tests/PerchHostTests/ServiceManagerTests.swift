@@ -5,7 +5,7 @@ import Testing
 @testable import PerchCLI
 
 /// A Unix datagram socket standing in for systemd's notification socket.
-final class NotificationSocket {
+final class NotificationSocket: Sendable {
     let descriptor: Int32
     /// What `NOTIFY_SOCKET` names: a path, or `@name` for the abstract namespace.
     let name: String
@@ -31,6 +31,12 @@ final class NotificationSocket {
         if !name.hasPrefix("@") { unlink(name) }
     }
 
+    /// The next message, or nil after `seconds`, waited for on a thread of its own (not one of the
+    /// tests' pool).
+    func next(within seconds: Int32 = 20) async -> String? {
+        await onThread { self.receive(within: seconds) }
+    }
+
     /// The next message, or nil after `seconds`.
     func receive(within seconds: Int32 = 20) -> String? {
         var ready = pollfd(fd: descriptor, events: Int16(POLLIN), revents: 0)
@@ -42,11 +48,11 @@ final class NotificationSocket {
 }
 
 @Suite struct ServiceManagerTests {
-    @Test func aMessageReachesAPathAndAnAbstractName() throws {
+    @Test func aMessageReachesAPathAndAnAbstractName() async throws {
         for abstract in [false, true] {
             let listener = try NotificationSocket(abstract: abstract)
             #expect(ServiceManager(socket: listener.name).send(["READY=1", "STATUS=here"]))
-            #expect(listener.receive(within: 5) == "READY=1\nSTATUS=here")
+            #expect(await listener.next(within: 5) == "READY=1\nSTATUS=here")
         }
         // No manager: nothing sent, nothing fails.
         #expect(!ServiceManager(socket: nil).send(["READY=1"]))
@@ -75,7 +81,7 @@ final class NotificationSocket {
         try process.run()
         defer { if process.isRunning { process.terminate() } }
 
-        let ready = try #require(listener.receive())
+        let ready = try #require(await listener.next())
         #expect(ready.hasPrefix("READY=1\nSTATUS=running: 0 bots, 0 rules, 0 errors, the API on 127.0.0.1:"))
         let port = try #require(ready.split(separator: ":").last.flatMap { Int($0) })
         // Ready means answering: the first request after READY=1 succeeds.
@@ -83,20 +89,32 @@ final class NotificationSocket {
         #expect((response as? HTTPURLResponse)?.statusCode == 200)
 
         kill(process.processIdentifier, SIGHUP)
-        let reloading = try #require(listener.receive())
+        let reloading = try #require(await listener.next())
         #expect(reloading.hasPrefix("RELOADING=1\nMONOTONIC_USEC="))
         let time = reloading.split(separator: "\n")[1].dropFirst("MONOTONIC_USEC=".count)
         #expect(!time.isEmpty && time.allSatisfy { $0.isNumber })
-        #expect(listener.receive() == ready)
+        #expect(await listener.next() == ready)
 
         // A broken bot file (seen by the file watcher): the reload is refused, the host runs on.
+        let refused = ready + "; the last reload was refused (see the log)"
         try "name: broken\nrules: [".write(toFile: directory + "/bots/broken.yaml", atomically: true, encoding: .utf8)
-        #expect(listener.receive()?.hasPrefix("RELOADING=1\n") == true)
-        #expect(listener.receive() == ready + "; the last reload was refused (see the log)")
+        #expect(await listener.next()?.hasPrefix("RELOADING=1\n") == true)
+        #expect(await listener.next() == refused)
+        // And goes on taking requests. (After a reload a file change asked for, the next request
+        // was a stop: saving a file stopped the host.)
+        #expect(await listener.next(within: 2) == nil)
+        #expect(process.isRunning)
+        kill(process.processIdentifier, SIGHUP)
+        #expect(await listener.next()?.hasPrefix("RELOADING=1\n") == true)
+        #expect(await listener.next() == refused)
+        // A fixed file is loaded.
+        try FileManager.default.removeItem(atPath: directory + "/bots/broken.yaml")
+        #expect(await listener.next()?.hasPrefix("RELOADING=1\n") == true)
+        #expect(await listener.next() == ready)
 
         process.terminate()
-        #expect(listener.receive() == "STOPPING=1\nSTATUS=stopping")
-        process.waitUntilExit()
+        #expect(await listener.next() == "STOPPING=1\nSTATUS=stopping")
+        #expect(try await exited(process))
         #expect(process.terminationStatus == 0)
     }
 }

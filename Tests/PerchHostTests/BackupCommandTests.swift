@@ -121,7 +121,7 @@ import Testing
             }
             let small = directory + "/small"
             try FileManager.default.createDirectory(atPath: small, withIntermediateDirectories: true)
-            let backup = try run(
+            let backup = try await run(
                 "/usr/bin/unshare",
                 [
                     "-m", "sh", "-c",

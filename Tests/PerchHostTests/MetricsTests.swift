@@ -26,7 +26,7 @@ import Testing
 
     @Test func promtoolFindsNothingToSayAboutAScrape() async throws {
         let text = try await Self.scrape()
-        let linted = try run("/usr/bin/promtool", ["check", "metrics"], input: text)
+        let linted = try await run("/usr/bin/promtool", ["check", "metrics"], input: text)
         let said = linted.output
         #expect(linted.status == 0, "\(said)\n\(text)")
         #expect(said.isEmpty, "\(said)")
@@ -70,10 +70,10 @@ import Testing
     /// contrib/prometheus/perch-alerts.yml: Prometheus reads it, its own tests pass (each alert fires
     /// on the series that should fire it, with its summary, and not before), and every Perch metric
     /// it names is one the host exposes.
-    @Test func theAlertingRulesLoadPassTheirTestsAndNameRealMetrics() throws {
+    @Test func theAlertingRulesLoadPassTheirTestsAndNameRealMetrics() async throws {
         let directory = repositoryRoot + "/contrib/prometheus"
         for arguments in [["check", "rules", "perch-alerts.yml"], ["test", "rules", "perch-alerts.test.yml"]] {
-            let promtool = try run("/usr/bin/promtool", arguments, directory: directory)
+            let promtool = try await run("/usr/bin/promtool", arguments, directory: directory)
             let said = promtool.output
             #expect(promtool.status == 0, "\(arguments): \(said)")
             #expect(said.contains("SUCCESS"), "\(said)")

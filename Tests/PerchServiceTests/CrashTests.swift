@@ -52,7 +52,8 @@ import Testing
             }.start()
         }
         kill(process.processIdentifier, SIGKILL)
-        process.waitUntilExit()
+        // Not `waitUntilExit()`: it would hold a thread of the tests' pool.
+        while process.isRunning { try await Task.sleep(for: .milliseconds(20)) }
         #expect(process.terminationReason == .uncaughtSignal)
         #expect(acknowledged.count >= 400)
 

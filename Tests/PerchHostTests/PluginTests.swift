@@ -101,6 +101,47 @@ import Testing
         }
     }
 
+    /// A plugin stops reading its input, and is sent more than a pipe holds: the write waits on a
+    /// thread of its own, and the bots that share the stuck bot's thread answer meanwhile, long
+    /// before the request's timeout. (Written on the bot's own thread, the write held it, and every
+    /// bot on it, until the timeout ended the plugin: 20 s here.)
+    @Test func aPluginThatStopsReadingItsInputHoldsNoBotsThread() async throws {
+        let stuck = """
+            name: stuck
+            user: { uid: stuckbot, name: Stuck }
+            groups: [room]
+            hears: commands
+            plugins:
+              - { name: wedged, exec: [python3, "\(Self.fixtures)/wedged_plugin.py"], timeout_ms: 20000 }
+            rules:
+              - on: { command: do }
+                do: [{ plugin: wedged }]
+            """
+        let good = """
+            name: good
+            user: { uid: goodbot, name: Good }
+            groups: [room]
+            rules:
+              - on: { command: ping }
+                do: [{ reply: "pong {args}" }]
+            """
+        // One thread for every bot, as a connector's host executor has it.
+        let executor = HostExecutor(name: "perch-test-bots")
+        try await withTestHost(config: hostConfig, bots: ["stuck.yaml": stuck, "good.yaml": good], executor: executor) {
+            chat in
+            // About 120 KB (the text, and again as the command's arguments), past initialize.
+            try await chat.post("!do " + String(repeating: "x", count: 60_000), as: "carol", to: .group("room"))
+            try await Task.sleep(for: .milliseconds(500))
+            try await chat.post("!ping 1", as: "carol", to: .group("room"))
+            let pong = try await chat.waitFor(timeout: .seconds(10), "the other bot's answer") {
+                try await chat.messages(in: .group("room")).first { $0.sender == "goodbot" }?.text
+            }
+            #expect(pong == "pong 1")
+            #expect(chat.host.metrics.value("perch_plugin_timeouts_total", ["plugin": "wedged"]) == 0)
+        }
+        executor.stop()
+    }
+
     @Test func aCrashingAHangingAndAGarbagePluginDoNotStopOtherBots() async throws {
         let script = Self.fixtures + "/misbehaving_plugin.py"
         let bad = botFile(

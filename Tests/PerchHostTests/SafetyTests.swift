@@ -110,6 +110,29 @@ import Testing
         }
     }
 
+    /// A stop waits for the bots' events in flight until its deadline, not longer: a plugin that
+    /// ignores cancellation does not hold it. (The stop waited for both the consumers and the
+    /// deadline, so for the plugin, as long as it took.)
+    @Test func aStopEndsAtItsDeadlineWhileAPluginIgnoresCancellation() async throws {
+        let (bot, registry) = pluginBot(StubbornPlugin.self, on: "hold")
+        try await withTestHost(config: hostConfig, bots: ["b.yaml": bot], registry: registry) { chat in
+            try await chat.post("hold on", as: "carol", to: .group("room"))
+            try await Task.sleep(for: .milliseconds(300))
+            let stopped = Mutex(false)
+            let stop = Task {
+                await chat.host.stop(deadline: .milliseconds(200))
+                stopped.withLock { $0 = true }
+            }
+            let deadline = ContinuousClock.now + .seconds(10)
+            while !stopped.withLock({ $0 }), ContinuousClock.now < deadline {
+                try await Task.sleep(for: .milliseconds(20))
+            }
+            #expect(stopped.withLock { $0 }, "the stop outlasted its deadline")
+            StubbornPlugin.open()
+            await stop.value
+        }
+    }
+
     @Test func aMalformedPluginOrEventNeverCrashesTheHost() async throws {
         let rules = """
               - on: message
@@ -238,6 +261,29 @@ import Testing
 }
 
 /// Throws at every event, naming it.
+/// A plugin whose `handle` ignores cancellation: it returns once the test opens its gate.
+struct StubbornPlugin: BotPlugin {
+    static let name = "stubborn"
+    static let gate = Mutex<(open: Bool, waiting: [CheckedContinuation<Void, Never>])>((false, []))
+    init(configuration: NoConfiguration) throws {}
+    func handle(_ context: BotContext) async throws {
+        await withCheckedContinuation { continuation in
+            let open = Self.gate.withLock { gate in
+                if !gate.open { gate.waiting.append(continuation) }
+                return gate.open
+            }
+            if open { continuation.resume() }
+        }
+    }
+    static func open() {
+        for continuation in gate.withLock({ gate in
+            gate.open = true
+            defer { gate.waiting.removeAll() }
+            return gate.waiting
+        }) { continuation.resume() }
+    }
+}
+
 struct FailingPlugin: BotPlugin {
     static let name = "failing"
     struct Refusal: Error, CustomStringConvertible {

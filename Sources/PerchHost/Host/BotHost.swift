@@ -406,13 +406,20 @@ public actor BotHost {
         let tasks = Array(consumers.values)
         consumers.removeAll()
         for task in tasks { task.cancel() }
-        await withTaskGroup(of: Void.self) { group in
-            group.addTask {
+        // Until the consumers end or the deadline passes, whichever is first. (A task group of the
+        // two waits for both: a consumer that did not end when cancelled, in a plugin that ignores
+        // cancellation, held the stop for as long as it ran.)
+        let first = Lock<CheckedContinuation<Void, Never>?>(nil)
+        await withCheckedContinuation { continuation in
+            first.withLock { $0 = continuation }
+            Task {
                 for task in tasks { await task.value }
+                first.withLock { $0.take() }?.resume()
             }
-            group.addTask { try? await Task.sleep(for: deadline) }
-            await group.next()
-            group.cancelAll()
+            Task {
+                try? await Task.sleep(for: deadline)
+                first.withLock { $0.take() }?.resume()
+            }
         }
         for runtime in runtimes.withLock({ Array($0.values) }) {
             for plugin in runtime.bot.plugins.values { (plugin as? ExternalPlugin)?.stop() }

@@ -34,14 +34,12 @@ final class ExternalPlugin: BotPlugin, @unchecked Sendable {
     private let state = Lock<State>(State())
     /// Contexts of the host's requests in flight, by request id, for the plugin's own calls.
     private let contexts = Lock<[Int: BotContext]>([:])
-    /// One writer at a time on the child's stdin.
-    private let writing = Lock(())
     // Set by the host before the first event; read under the lock.
     private let hooks = Lock<(logger: HostLogger?, metrics: HostMetrics?, bot: BotIdentity?)>((nil, nil, nil))
 
     struct State {
         var process: Process?
-        var input: FileHandle?
+        var input: PluginInput?
         var nextId = 0
         var pending: [Int: CheckedContinuation<JSONValue, any Error>] = [:]
         var restarts = 0
@@ -51,6 +49,7 @@ final class ExternalPlugin: BotPlugin, @unchecked Sendable {
         /// hands back the requests that were waiting on it.
         mutating func forget() -> ([CheckedContinuation<JSONValue, any Error>], Double) {
             process = nil
+            input?.close()
             input = nil
             restarts += 1
             let delay = min(10, 0.1 * pow(2, Double(min(restarts - 1, 7))))
@@ -165,26 +164,34 @@ final class ExternalPlugin: BotPlugin, @unchecked Sendable {
         writer.raw("}\n")
         let line = writer.output
         let timeout = timeout ?? self.timeout
-        return try await withCheckedThrowingContinuation { continuation in
-            state.withLock { $0.pending[id] = continuation }
-            do {
-                try writing.withLock { _ in try input.write(contentsOf: Data(line.utf8)) }
-            } catch {
-                fail(id, PluginFailure(description: "cannot write to the plugin: \(error)"))
-                return
-            }
-            Task {
-                try? await Task.sleep(for: timeout)
-                if self.fail(id, PluginFailure(description: "timed out after \(timeout)")) {
-                    self.metrics?.increment("perch_plugin_timeouts_total", ["plugin": self.pluginName])
-                    self.logger?.warning("plugin \(self.pluginName) timed out; restarting it")
-                    // A restart, as after a crash: a hung child, or a crashed one whose exit has not
-                    // been reported yet (its report then finds the child already replaced).
-                    if self.stop() {
-                        self.metrics?.increment("perch_plugin_restarts_total", ["plugin": self.pluginName])
+        // A cancelled request (the host stopping, or reloading its bots) is abandoned at once: a
+        // stuck child held the host's stop until the request's timeout, up to ten minutes.
+        return try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { continuation in
+                state.withLock { $0.pending[id] = continuation }
+                guard !Task.isCancelled else {
+                    fail(id, CancellationError())
+                    return
+                }
+                guard input.write(Data(line.utf8)) else {
+                    fail(id, PluginFailure(description: "cannot write to the plugin: it has exited, or is not reading"))
+                    return
+                }
+                Task {
+                    try? await Task.sleep(for: timeout)
+                    if self.fail(id, PluginFailure(description: "timed out after \(timeout)")) {
+                        self.metrics?.increment("perch_plugin_timeouts_total", ["plugin": self.pluginName])
+                        self.logger?.warning("plugin \(self.pluginName) timed out; restarting it")
+                        // A restart, as after a crash: a hung child, or a crashed one whose exit has
+                        // not been reported yet (its report then finds the child already replaced).
+                        if self.stop() {
+                            self.metrics?.increment("perch_plugin_restarts_total", ["plugin": self.pluginName])
+                        }
                     }
                 }
             }
+        } onCancel: {
+            fail(id, CancellationError())
         }
     }
 
@@ -197,7 +204,7 @@ final class ExternalPlugin: BotPlugin, @unchecked Sendable {
     }
 
     /// The child's stdin, starting (or restarting, after the backoff) the child when needed.
-    private func running() async throws -> FileHandle {
+    private func running() async throws -> PluginInput {
         if let input = state.withLock({ $0.process?.isRunning == true ? $0.input : nil }) { return input }
         if let wait = state.withLock({ $0.notBefore }) {
             let now = ContinuousClock.now
@@ -211,7 +218,7 @@ final class ExternalPlugin: BotPlugin, @unchecked Sendable {
         return input
     }
 
-    private func start() throws -> FileHandle {
+    private func start() throws -> PluginInput {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
         process.arguments = command
@@ -230,9 +237,10 @@ final class ExternalPlugin: BotPlugin, @unchecked Sendable {
         } catch {
             throw PluginFailure(description: "cannot start \(command.joined(separator: " ")): \(error)")
         }
+        let input = PluginInput(stdin.fileHandleForWriting, plugin: pluginName)
         state.withLock { state in
             state.process = process
-            state.input = stdin.fileHandleForWriting
+            state.input = input
         }
         let reader = Thread { [weak self] in self?.read(stdout.fileHandleForReading, process: process) }
         reader.name = "perch-plugin-\(pluginName)"
@@ -246,7 +254,7 @@ final class ExternalPlugin: BotPlugin, @unchecked Sendable {
         errors.name = "perch-plugin-\(pluginName)-stderr"
         errors.start()
         logger?.info("plugin \(pluginName) started", ["pid": String(process.processIdentifier)])
-        return stdin.fileHandleForWriting
+        return input
     }
 
     private func read(_ handle: FileHandle, process: Process) {
@@ -344,8 +352,7 @@ final class ExternalPlugin: BotPlugin, @unchecked Sendable {
         }
         writer.raw("}\n")
         let line = writer.output
-        let input = state.withLock { $0.input }
-        try? writing.withLock { _ in try input?.write(contentsOf: Data(line.utf8)) }
+        _ = state.withLock { $0.input }?.write(Data(line.utf8))
     }
 
     private func exited(_ process: Process) {

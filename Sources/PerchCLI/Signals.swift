@@ -18,8 +18,8 @@ enum HostSignal: Sendable {
 /// The signals are caught by a handler that writes them to a pipe, which a thread of the
 /// watcher's reads: a signal is on the pipe from the moment the watcher is made, whichever
 /// thread took it. (They were ignored, each with a libdispatch signal source, which takes over
-/// the signal when libdispatch registers it, after `resume()` has returned: one that came in
-/// between was dropped.) The file watcher runs beside it and adds its reloads to the same
+/// the signal only when libdispatch gets to register it, after `resume()` has returned: one that
+/// came in between could be dropped.) The file watcher runs beside it and adds its reloads to the same
 /// sequence. (The next request was the first of a signal and a file change, the other's wait
 /// cancelled; a cancelled wait ends an `AsyncStream`, so after a reload that a file change asked
 /// for, the next request was always a stop: saving config.yaml stopped the host.)

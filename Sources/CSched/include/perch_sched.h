@@ -28,10 +28,9 @@ int perch_rename_no_replace(const char *from, const char *to);
 
 /// Catches each of the `count` signals of `signals` with a handler that writes the signal's number,
 /// one byte, to a pipe, and returns the pipe's read end (close-on-exec; -1 with `errno` set, EBUSY
-/// when called before). Unlike a signal ignored while libdispatch sets up a signal source, a
-/// signal caught so is never lost: it is on the pipe from the moment this returns, whichever
-/// thread took it. And a caught signal is reset to its default in a program the process starts
-/// (an ignored one stays ignored there: plugins ignored SIGTERM).
+/// when called before). Unlike a signal ignored until libdispatch has set up a signal source, a
+/// signal caught so is not lost: it is on the pipe from the moment this returns, whichever thread
+/// took it. (A caught signal is reset to its default in a program the process starts.)
 int perch_signal_pipe(const int *signals, int count);
 
 #endif

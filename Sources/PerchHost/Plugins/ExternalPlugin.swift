@@ -281,16 +281,16 @@ final class ExternalPlugin: BotPlugin, @unchecked Sendable {
     }
 
     private func receive(_ line: Data) {
-        if let message = try? JSONDecoder().decode(JSONValue.self, from: line), case .object(let object) = message,
-            case .string(let method)? = object["method"]
-        {
+        // Decoded once: a call of the plugin's own (it has a method), else a response (a numeric id).
+        let message = try? JSONDecoder().decode(JSONValue.self, from: line)
+        if case .object(let object)? = message, case .string(let method)? = object["method"] {
             let id = object["id"] ?? .null
             let params = object["params"] ?? .null
             Task { await self.answer(id: id, method: method, params: params) }
             return
         }
-        guard let message = try? JSONDecoder().decode(JSONValue.self, from: line), case .object(let object) = message,
-            case .number(let number)? = object["id"], let id = Int(exactly: number)
+        guard case .object(let object)? = message, case .number(let number)? = object["id"],
+            let id = Int(exactly: number)
         else {
             logger?.warning("plugin \(pluginName) wrote a line that is not a JSON-RPC response; skipped")
             metrics?.increment("perch_plugin_garbage_lines_total", ["plugin": pluginName])

@@ -129,7 +129,20 @@ public enum RunCommand {
                 let next = loader.load(configPath: configPath)
                 if await host.reload(next) {
                     running = CheckCommand.summary(next)
-                    manager.ready(status: "running: \(running)\(listening)")
+                    // Said at every reload until a restart applies them (compared with the start's).
+                    var waiting: [String] = []
+                    if let started = loaded.config, let config = next.config {
+                        waiting = config.settingsNeedingRestart(comparedWith: started)
+                    }
+                    if waiting.isEmpty {
+                        manager.ready(status: "running: \(running)\(listening)")
+                    } else {
+                        logger.warning(
+                            "a reload does not apply these; they take effect at the next start: "
+                                + waiting.joined(separator: ", "))
+                        let keys = waiting.map { $0.prefix { $0 != " " } }.joined(separator: ", ")
+                        manager.ready(status: "running: \(running)\(listening); a restart applies \(keys)")
+                    }
                 } else {
                     manager.ready(
                         status: "running: \(running)\(listening); the last reload was refused (see the log)")

@@ -25,6 +25,42 @@ import Testing
             ])
     }
 
+    /// A reload names the settings it does not apply, compared with the start's; the bots' own
+    /// settings and the seed are not among them, and a secret's value is never shown.
+    @Test func aReloadNamesTheSettingsThatWaitForARestart() throws {
+        func config(_ text: String) throws -> PerchConfiguration {
+            let fixture = try ConfigFixture(config: text)
+            defer { fixture.cleanup() }
+            let loaded = fixture.load(environment: ["KEY": "s3cret-key-of-the-start", "NEW": "s3cret-key-rotated"])
+            #expect(loaded.isValid, "\(loaded.findings)")
+            return try #require(loaded.config)
+        }
+        let started = try config(
+            ConfigFixture.baseConfig + "\nserver:\n  listen: 127.0.0.1:8080\n  apiKey: ${KEY}\nlimits: {botHops: 3}\n")
+        #expect(started.settingsNeedingRestart(comparedWith: started).isEmpty)
+        let next = try config(
+            """
+            version: 1
+            seed:
+              users:
+                - { uid: carol, name: Carol }
+            server:
+              listen: 127.0.0.1:9090
+              apiKey: ${NEW}
+            limits: {botHops: 5, pinsPerConversation: 7}
+            features: {save: false}
+            strings: {THREAD_SUBSCRIBE: Follow}
+            ui: {threadSubscription: {hideButton: true}}
+            """)
+        let waiting = next.settingsNeedingRestart(comparedWith: started)
+        #expect(
+            waiting == [
+                "server.listen (127.0.0.1:8080 → 127.0.0.1:9090)", "server.apiKey", "features.save (true → false)",
+                "limits.pinsPerConversation (100 → 7)", "ui.threadSubscription.hideButton (false → true)", "strings",
+            ])
+        #expect(!waiting.joined().contains("s3cret"))
+    }
+
     @Test func aValueOfTheWrongTypeIsOneFindingNotARangeErrorBesideIt() throws {
         let fixture = try ConfigFixture(
             config: "version: 1\nserver: {maxStreams: abc, maxBodyBytes: many}\nlimits: {botHops: 99}\n",

@@ -111,6 +111,11 @@ final class NotificationSocket: Sendable {
         try FileManager.default.removeItem(atPath: directory + "/bots/broken.yaml")
         #expect(await listener.next()?.hasPrefix("RELOADING=1\n") == true)
         #expect(await listener.next() == ready)
+        // A setting read only at start: the reload says it waits for a restart.
+        try (config + "  heartbeatSeconds: 20\n").write(
+            toFile: directory + "/config.yaml", atomically: true, encoding: .utf8)
+        #expect(await listener.next()?.hasPrefix("RELOADING=1\n") == true)
+        #expect(await listener.next() == ready + "; a restart applies server.heartbeatSeconds")
 
         process.terminate()
         #expect(await listener.next() == "STOPPING=1\nSTATUS=stopping")

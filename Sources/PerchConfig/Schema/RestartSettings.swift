@@ -1,0 +1,49 @@
+extension PerchConfiguration {
+    /// The settings of this configuration that differ from `running`'s and that a reload does not
+    /// apply (all of them, or, for `strings` and `ui.threadSubscription.enabled`, the web chat's
+    /// part), as their keys with the two values (but a secret's or a table's): the HTTP server, the
+    /// store, the chat service's rules and the web chat's settings are made once, when the host
+    /// starts. A reload applies the seed, the bots and what the bots read (`strings`,
+    /// `limits.botHops`, the thread-subscription gate's commands), and says which of these wait
+    /// for the next start (docs/configuration.md, "What a reload applies").
+    public func settingsNeedingRestart(comparedWith running: PerchConfiguration) -> [String] {
+        var changed: [String] = []
+        func compare<Value: Equatable>(_ key: String, _ old: Value, _ new: Value, shown: Bool = true) {
+            guard old != new else { return }
+            changed.append(shown ? "\(key) (\(old) → \(new))" : key)
+        }
+        let (old, new) = (running.server, server)
+        compare("server.listen", old.listen, new.listen)
+        compare("server.dataDirectory", old.dataDirectory, new.dataDirectory)
+        compare("server.apiKey", old.apiKey, new.apiKey, shown: false)
+        compare("server.maxBodyBytes", old.maxBodyBytes, new.maxBodyBytes)
+        compare("server.maxUploadBytes", old.maxUploadBytes, new.maxUploadBytes)
+        compare("server.devSignIn", old.devSignIn, new.devSignIn)
+        compare("server.uploadTypes", old.uploadTypes, new.uploadTypes, shown: false)
+        compare("server.webDirectory", old.webDirectory, new.webDirectory)
+        compare("server.maxStreams", old.maxStreams, new.maxStreams)
+        compare("server.idleTimeoutSeconds", old.idleTimeoutSeconds, new.idleTimeoutSeconds)
+        compare("server.heartbeatSeconds", old.heartbeatSeconds, new.heartbeatSeconds)
+        compare("backend", running.backend, backend)
+        compare("storage.synchronous", running.storage.synchronous, storage.synchronous)
+        compare("storage.eventRetentionDays", running.storage.eventRetentionDays, storage.eventRetentionDays)
+        compare("features.pin", running.features.pin, features.pin)
+        compare("features.save", running.features.save, features.save)
+        compare("limits.pinsPerConversation", running.limits.pinsPerConversation, limits.pinsPerConversation)
+        compare("limits.savesPerUser", running.limits.savesPerUser, limits.savesPerUser)
+        compare("limits.messageTextBytes", running.limits.messageTextBytes, limits.messageTextBytes)
+        compare("limits.messagesPerMinute", running.limits.messagesPerMinute, limits.messagesPerMinute)
+        compare("notifications.group", running.notifications.group, notifications.group, shown: false)
+        compare("notifications.oneOnOne", running.notifications.oneOnOne, notifications.oneOnOne, shown: false)
+        // The web chat is told these once, at start (the bots read the new ones at the reload).
+        let (oldGate, newGate) = (running.ui.threadSubscription, ui.threadSubscription)
+        compare("ui.threadSubscription.enabled", oldGate.enabled, newGate.enabled)
+        compare("ui.threadSubscription.hideOption", oldGate.hideOption, newGate.hideOption)
+        compare("ui.threadSubscription.hideButton", oldGate.hideButton, newGate.hideButton)
+        compare("ui.threadSubscription.topBarBell", oldGate.topBarBell, newGate.topBarBell)
+        compare("strings", running.strings.entries, strings.entries, shown: false)
+        // The bots are read from the new one at once; the file watcher watches the old one.
+        compare("botsDirectory", running.botsDirectory, botsDirectory)
+        return changed
+    }
+}

@@ -101,6 +101,16 @@ import Testing
         }
     }
 
+    /// A bot that answers `!ping N` with `pong N`, beside the misbehaving plugins.
+    static let pongBot = """
+        name: good
+        user: { uid: goodbot, name: Good }
+        groups: [room]
+        rules:
+          - on: { command: ping }
+            do: [{ reply: "pong {args}" }]
+        """
+
     /// A plugin stops reading its input, and is sent more than a pipe holds: the write waits on a
     /// thread of its own, and the bots that share the stuck bot's thread answer meanwhile, long
     /// before the request's timeout. (Written on the bot's own thread, the write held it, and every
@@ -117,18 +127,10 @@ import Testing
               - on: { command: do }
                 do: [{ plugin: wedged }]
             """
-        let good = """
-            name: good
-            user: { uid: goodbot, name: Good }
-            groups: [room]
-            rules:
-              - on: { command: ping }
-                do: [{ reply: "pong {args}" }]
-            """
         // One thread for every bot, as a connector's host executor has it.
         let executor = HostExecutor(name: "perch-test-bots")
-        try await withTestHost(config: hostConfig, bots: ["stuck.yaml": stuck, "good.yaml": good], executor: executor) {
-            chat in
+        let bots = ["stuck.yaml": stuck, "good.yaml": Self.pongBot]
+        try await withTestHost(config: hostConfig, bots: bots, executor: executor) { chat in
             // About 120 KB (the text, and again as the command's arguments), past initialize.
             try await chat.post("!do " + String(repeating: "x", count: 60_000), as: "carol", to: .group("room"))
             try await Task.sleep(for: .milliseconds(500))
@@ -150,15 +152,7 @@ import Testing
                 do: [{ plugin: bad }]
             """,
             extra: "hears: commands\nplugins:\n  - name: bad\n    exec: [python3, \"\(script)\"]\n    timeout_ms: 300")
-        let good = """
-            name: good
-            user: { uid: goodbot, name: Good }
-            groups: [room]
-            rules:
-              - on: { command: ping }
-                do: [{ reply: "pong {args}" }]
-            """
-        try await withTestHost(config: hostConfig, bots: ["b.yaml": bad, "good.yaml": good]) { chat in
+        try await withTestHost(config: hostConfig, bots: ["b.yaml": bad, "good.yaml": Self.pongBot]) { chat in
             // Each misbehaviour lands while the other bot keeps answering. (The waits are bounds, not
             // speeds: a loaded run, ThreadSanitizer with every suite at once, passed 10 s restarting
             // the plugin.)

@@ -15,6 +15,8 @@ struct APIClient {
 
     struct Failure: Error, CustomStringConvertible {
         var description: String
+        /// Nothing listened at the address (the host is not running, or is restarting).
+        var cannotConnect = false
     }
 
     func call(_ method: String, _ path: String, body: [String: Any]? = nil) async throws -> Any {
@@ -33,37 +35,79 @@ struct APIClient {
         return (object as? [String: Any])?["data"] ?? [:]
     }
 
-    /// Reads the Server-Sent Events stream of `GET /v3/events`, calling `line` per event until the
-    /// stream ends.
-    func tail(_ line: (String, [String: Any]) -> Void) throws {
+    /// Reads the Server-Sent Events stream of `GET /v3/events` (after the event `after` when given,
+    /// as `Last-Event-ID`), calling `connected` when the host first answers and `line` per event,
+    /// until the stream ends. Returns the id of the last event read (or `after`). Throws with
+    /// `cannotConnect` when nobody answers (nothing listens, or a host that is stopping closed the
+    /// connection before answering).
+    @discardableResult
+    func tail(
+        after: Int64? = nil, connected: () -> Void = {}, _ line: (String, [String: Any]) -> Void
+    ) throws -> Int64? {
         guard let host = base.host, let port = base.port else { throw Failure(description: "bad --url") }
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        let unanswered = Failure(description: "cannot connect to \(host):\(port)", cannotConnect: true)
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        guard fd >= 0 else { throw unanswered }
+        defer { close(fd) }
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
         address.sin_port = UInt16(port).bigEndian
         address.sin_addr.s_addr = inet_addr(host == "localhost" ? "127.0.0.1" : host)
-        let connected = withUnsafePointer(to: &address) {
+        let status = withUnsafePointer(to: &address) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
                 connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
             }
         }
-        guard connected == 0 else { throw Failure(description: "cannot connect to \(host):\(port)") }
-        let handle = FileHandle(fileDescriptor: fd, closeOnDealloc: true)
-        let request =
-            "GET /v3/events HTTP/1.0\r\nHost: \(host)\r\napikey: \(apiKey)\r\nonBehalfOf: \(onBehalfOf)\r\n"
-            + "Accept: text/event-stream\r\n\r\n"
-        handle.write(Data(request.utf8))
+        guard status == 0 else { throw unanswered }
+        let resume = after.map { "Last-Event-ID: \($0)\r\n" } ?? ""
+        let request = Array(
+            ("GET /v3/events HTTP/1.0\r\nHost: \(host)\r\napikey: \(apiKey)\r\nonBehalfOf: \(onBehalfOf)\r\n"
+                + "Accept: text/event-stream\r\n\(resume)\r\n").utf8)
+        // Plain system calls: FileHandle's write traps on a connection reset (a host stopping).
+        let sent = request.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+        guard sent == request.count else { throw unanswered }
+        var chunk = [UInt8](repeating: 0, count: 16 * 1024)
         var buffer = ""
         var name = ""
+        var last = after
+        var answered = false
+        var refused: String?
         while true {
-            let data = handle.availableData
-            if data.isEmpty { return }
-            buffer += String(decoding: data, as: UTF8.self)
-            while let newline = buffer.firstIndex(of: "\n") {
-                let text = String(buffer[..<newline]).trimmingCharacters(in: CharacterSet(charactersIn: "\r"))
+            let count = chunk.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
+            if count < 0, errno == EINTR { continue }
+            guard count > 0 else {
+                // A refusal's body (the API's error object) ends with the connection.
+                if let refused {
+                    let body = buffer.range(of: "\r\n\r\n").map { String(buffer[$0.upperBound...]) } ?? buffer
+                    let object = try? JSONSerialization.jsonObject(with: Data(body.utf8)) as? [String: Any]
+                    let error = object?["error"] as? [String: Any]
+                    throw Failure(
+                        description:
+                            "\(error?["code"] as? String ?? "HTTP \(refused)"): \(error?["message"] as? String ?? body)"
+                    )
+                }
+                if !answered { throw unanswered }
+                return last
+            }
+            buffer += String(decoding: chunk[..<count], as: UTF8.self)
+            if !answered {
+                // The status line: anything but 200 is a refusal, read to its end.
+                guard let newline = buffer.firstIndex(where: Self.endsLine) else { continue }
+                let status = buffer[..<newline].split(separator: " ").dropFirst().first.map(String.init) ?? "?"
+                answered = true
+                guard status == "200" else {
+                    refused = status
+                    continue
+                }
+                connected()
+            }
+            if refused != nil { continue }
+            while let newline = buffer.firstIndex(where: Self.endsLine) {
+                let text = String(buffer[..<newline])
                 buffer.removeSubrange(...newline)
+                if text.hasPrefix("id: "), let id = Int64(text.dropFirst(4)) { last = id }
                 if text.hasPrefix("event: ") { name = String(text.dropFirst(7)) }
-                if text.hasPrefix("data: "), name.hasPrefix("on"),
+                if text.hasPrefix("data: "), name.hasPrefix("on") || name == "perch.gap",
                     let object = try? JSONSerialization.jsonObject(
                         with: Data(text.dropFirst(6).utf8)) as? [String: Any]
                 {
@@ -71,6 +115,36 @@ struct APIClient {
                 }
                 if text.isEmpty { name = "" }
                 if text.hasPrefix("{\"error\"") { throw Failure(description: text) }
+            }
+        }
+    }
+
+    /// Whether a character ends a line: "\n", or "\r\n", which a String holds as one Character (the
+    /// HTTP head's lines end so; a search for "\n" passes over them).
+    static func endsLine(_ character: Character) -> Bool { character == "\n" || character == "\r\n" }
+
+    /// ``tail(after:connected:_:)`` until `stopping()` says so, through the host's restarts: when
+    /// the stream ends, it tries again every `retry` and resumes after the last event read, so no
+    /// event is missed (the host's log keeps them; past its retention the stream says which were
+    /// removed). `say` gets a line for the reader when the stream ends and when it is back. Throws
+    /// when the first connection fails or the host refuses the stream (a wrong key): those do not
+    /// get better by waiting.
+    func follow(
+        retry: Duration = .seconds(1), stopping: () -> Bool = { false }, say: (String) -> Void,
+        _ line: (String, [String: Any]) -> Void
+    ) throws {
+        var last = try tail(line)
+        let pause = Double(retry.components.seconds) + Double(retry.components.attoseconds) / 1e18
+        while !stopping() {
+            say("the stream ended (the host stopped or restarted); connecting again every \(retry)")
+            while !stopping() {
+                Thread.sleep(forTimeInterval: pause)
+                do {
+                    last = try tail(after: last, connected: { say("connected again") }, line)
+                    break
+                } catch let failure as Failure where failure.cannotConnect {
+                    continue
+                }
             }
         }
     }
@@ -156,9 +230,14 @@ enum ClientCommands {
                 }
             default:
                 print("tailing events for \(api.onBehalfOf); Ctrl-C stops")
-                try api.tail { name, object in
+                try api.follow(say: { FileHandle.standardError.write(Data("perch tail: \($0)\n".utf8)) }) {
+                    name, object in
                     if let message = object["message"] as? [String: Any] {
                         print("\(name) \(APIClient.describe(message))")
+                    } else if name == "perch.gap" {
+                        print(
+                            "(events \(object["from"] ?? "?") to \(object["through"] ?? "?") were removed by the retention unread)"
+                        )
                     } else if let member = object["member"] as? [String: Any] {
                         print(
                             "\(name) \(member["uid"] ?? "?") in \(member["guid"] ?? "?") by \(member["actor"] ?? "?")")

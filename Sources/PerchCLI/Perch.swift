@@ -18,7 +18,8 @@ public enum Perch {
           send --as UID (--group GUID | --to UID) [--thread ID] [--quote ID] "text"
                                                                post over the HTTP API (PERCH_API_KEY), or with
                                                                --local [--wait SECONDS] into the local database
-          tail --as UID                                        live events of a user, readable
+          tail --as UID                                        live events of a user, readable; through the
+                                                               host's restarts, missing none
           pins --as UID (--group GUID | --to UID)              a conversation's pinned messages
           threads --as UID                                     a user's threads inbox
           verify [--config config.yaml]                        check every page of the database, read-only

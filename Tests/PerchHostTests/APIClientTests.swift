@@ -1,4 +1,6 @@
 import Foundation
+import PerchHTTP
+import PerchTesting
 import Synchronization
 import Testing
 
@@ -36,6 +38,70 @@ import Testing
             await #expect(throws: APIClient.Failure.self) { _ = try await client.call("GET", "/v3/messages/99999") }
             http.server.stop()
             _ = await tail.value
+        }
+    }
+
+    /// `perch tail` through a restart of the host: the stream ends, the client tries again, and
+    /// resumes after the last event it read, so an event sent while the host was down arrives too;
+    /// a wrong key is an error at once, not a retry.
+    @Test func theTerminalClientFollowsTheStreamThroughARestartMissingNothing() async throws {
+        try await withTestHost(config: hostConfig) { chat in
+            let api = PerchAPI(
+                service: chat.service, host: chat.host, apiKey: apiKey, metrics: chat.host.metrics,
+                media: MediaSettings(directory: chat.directory + "/media", maximumBytes: 1024, allowedTypes: []),
+                web: nil, maximumBodyBytes: 64 * 1024)
+            func serve(on port: UInt16) throws -> HTTPServer {
+                try HTTPServer(host: "127.0.0.1", port: port, maximumBodyBytes: 64 * 1024, heartbeat: .seconds(1)) {
+                    await api.respond(to: $0)
+                }
+            }
+            let first = try serve(on: 0)
+            let port = first.port
+            let base = URL(string: "http://127.0.0.1:\(port)")!
+            let wrong = APIClient(base: base, apiKey: "not-the-key", onBehalfOf: "carol")
+            #expect(throws: APIClient.Failure.self) { try wrong.tail { _, _ in } }
+
+            let client = APIClient(base: base, apiKey: apiKey, onBehalfOf: "carol")
+            final class Seen: Sendable {
+                let lines = Mutex<[String]>([])
+                let stopping = Mutex(false)
+            }
+            let seen = Seen()
+            let follow = Task {
+                await onThread { () -> Void in
+                    try? client.follow(
+                        retry: .milliseconds(100), stopping: { seen.stopping.withLock { $0 } },
+                        say: { said in seen.lines.withLock { $0.append("said: " + said) } }
+                    ) { _, object in
+                        let text = (object["message"] as? [String: Any])?["text"] as? String ?? "?"
+                        seen.lines.withLock { $0.append(text) }
+                    }
+                }
+            }
+            func waitFor(_ count: Int) async throws {
+                let deadline = ContinuousClock.now + .seconds(10)
+                while seen.lines.withLock({ $0.count }) < count, ContinuousClock.now < deadline {
+                    try await Task.sleep(for: .milliseconds(20))
+                }
+            }
+            try await Task.sleep(for: .milliseconds(300))
+            _ = try await chat.post("before", as: "alice", to: .group("room"))
+            try await waitFor(1)
+            await onThread { first.stop() }
+            _ = try await chat.post("while down", as: "alice", to: .group("room"))
+            try await waitFor(2)
+            let second = try serve(on: port)
+            _ = try await chat.post("after", as: "alice", to: .group("room"))
+            try await waitFor(5)
+            #expect(
+                seen.lines.withLock { $0 } == [
+                    "before",
+                    "said: the stream ended (the host stopped or restarted); connecting again every 0.1 seconds",
+                    "said: connected again", "while down", "after",
+                ])
+            seen.stopping.withLock { $0 = true }
+            await onThread { second.stop() }
+            await follow.value
         }
     }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import PerchLock
 import PerchSQLite
 import PerchTesting
 import Testing
@@ -61,10 +62,13 @@ import Testing
         environment["NOTIFY_SOCKET"] = listener.name
         environment["PERCH_API_KEY"] = "a-key-from-the-environment-file"
         process.environment = environment
-        let output = Pipe()
-        process.standardError = output
-        process.standardOutput = FileHandle(forWritingAtPath: "/dev/null")
-        try process.run()
+        let output = try ChildLaunch.inTurn {
+            let output = Pipe()
+            process.standardError = output
+            process.standardOutput = FileHandle(forWritingAtPath: "/dev/null")
+            try process.run()
+            return output
+        }
         defer { if process.isRunning { process.terminate() } }
         #expect(await listener.next()?.hasPrefix("READY=1\n") == true)
         kill(process.processIdentifier, SIGHUP)

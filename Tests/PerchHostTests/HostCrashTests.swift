@@ -1,5 +1,6 @@
 import Foundation
 import PerchChat
+import PerchLock
 import PerchSQLite
 import PerchService
 import Synchronization
@@ -17,9 +18,11 @@ import Testing
         let process = Process()
         process.executableURL = URL(fileURLWithPath: Self.buildDirectory + "/perch")
         process.arguments = ["run", "--config", directory + "/config.yaml", "--log-format", "json"]
-        process.standardError = FileHandle(forWritingAtPath: "/dev/null")
-        process.standardOutput = FileHandle(forWritingAtPath: "/dev/null")
-        try process.run()
+        try ChildLaunch.inTurn {
+            process.standardError = FileHandle(forWritingAtPath: "/dev/null")
+            process.standardOutput = FileHandle(forWritingAtPath: "/dev/null")
+            try process.run()
+        }
         return process
     }
 

@@ -1,6 +1,7 @@
 import Foundation
 import PerchChat
 import PerchHost
+import PerchLock
 import PerchTesting
 
 /// A small config for host tests: alice owns `room` (bob admin, carol participant) and `other`.
@@ -109,13 +110,18 @@ private func runToEnd(
     process.arguments = arguments
     if let environment { process.environment = environment }
     if let directory { process.currentDirectoryURL = URL(fileURLWithPath: directory) }
-    let output = Pipe()
-    let errors = together ? output : Pipe()
-    process.standardOutput = output
-    process.standardError = errors
-    let stdin = Pipe()
-    process.standardInput = input == nil ? FileHandle(forReadingAtPath: "/dev/null") : stdin
-    try process.run()
+    // The pipes made and the child started in one turn (``ChildLaunch``), as every child of the
+    // tests and the host's plugins.
+    let (output, errors, stdin) = try ChildLaunch.inTurn {
+        let output = Pipe()
+        let errors = together ? output : Pipe()
+        process.standardOutput = output
+        process.standardError = errors
+        let stdin = Pipe()
+        process.standardInput = input == nil ? FileHandle(forReadingAtPath: "/dev/null") : stdin
+        try process.run()
+        return (output, errors, stdin)
+    }
     if let input {
         stdin.fileHandleForWriting.write(Data(input.utf8))
         try stdin.fileHandleForWriting.close()

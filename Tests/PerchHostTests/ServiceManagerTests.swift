@@ -1,5 +1,6 @@
 import Foundation
 import FoundationNetworking
+import PerchLock
 import Testing
 
 @testable import PerchCLI
@@ -76,9 +77,11 @@ final class NotificationSocket: Sendable {
         environment["NOTIFY_SOCKET"] = listener.name
         environment["PERCH_TEST_KEY"] = "a-test-key-of-some-length"
         process.environment = environment
-        process.standardError = FileHandle(forWritingAtPath: "/dev/null")
-        process.standardOutput = FileHandle(forWritingAtPath: "/dev/null")
-        try process.run()
+        try ChildLaunch.inTurn {
+            process.standardError = FileHandle(forWritingAtPath: "/dev/null")
+            process.standardOutput = FileHandle(forWritingAtPath: "/dev/null")
+            try process.run()
+        }
         defer { if process.isRunning { process.terminate() } }
 
         let ready = try #require(await listener.next())

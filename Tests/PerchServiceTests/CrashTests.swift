@@ -1,5 +1,6 @@
 import Foundation
 import PerchChat
+import PerchLock
 import PerchSQLite
 import PerchService
 import Testing
@@ -24,9 +25,13 @@ import Testing
         let process = Process()
         process.executableURL = URL(fileURLWithPath: Self.buildDirectory + "/PerchStoreProbe")
         process.arguments = [database, "1000000"]
-        let output = Pipe()
-        process.standardOutput = output
-        try process.run()
+        // In its turn, as every child of the tests (``ChildLaunch``).
+        let output = try ChildLaunch.inTurn {
+            let output = Pipe()
+            process.standardOutput = output
+            try process.run()
+            return output
+        }
 
         // Read acknowledgements until enough have arrived, then kill -9 mid-stream. The blocking
         // reads run on a thread of their own, off the concurrency pool the other tests need.

@@ -175,6 +175,9 @@ final class ExternalPlugin: BotPlugin, @unchecked Sendable {
                 }
                 guard input.write(Data(line.utf8)) else {
                     fail(id, PluginFailure(description: "cannot write to the plugin: it has exited, or is not reading"))
+                    // Started again at the next request, as after a crash whose exit is not reported
+                    // yet (without this, every request failed here until it was).
+                    if stop() { metrics?.increment("perch_plugin_restarts_total", ["plugin": pluginName]) }
                     return
                 }
                 Task {
@@ -225,17 +228,19 @@ final class ExternalPlugin: BotPlugin, @unchecked Sendable {
         if let workingDirectory, !workingDirectory.isEmpty {
             process.currentDirectoryURL = URL(fileURLWithPath: workingDirectory)
         }
-        let stdin = Pipe()
-        let stdout = Pipe()
-        let stderr = Pipe()
-        process.standardInput = stdin
-        process.standardOutput = stdout
-        process.standardError = stderr
         process.terminationHandler = { [weak self] finished in self?.exited(finished) }
-        do {
-            try process.run()
-        } catch {
-            throw PluginFailure(description: "cannot start \(command.joined(separator: " ")): \(error)")
+        // The pipes made and the child started in one turn (``ChildLaunch``).
+        let (stdin, stdout, stderr) = try ChildLaunch.inTurn { () throws(PluginFailure) -> (Pipe, Pipe, Pipe) in
+            let (stdin, stdout, stderr) = (Pipe(), Pipe(), Pipe())
+            process.standardInput = stdin
+            process.standardOutput = stdout
+            process.standardError = stderr
+            do {
+                try process.run()
+            } catch {
+                throw PluginFailure(description: "cannot start \(command.joined(separator: " ")): \(error)")
+            }
+            return (stdin, stdout, stderr)
         }
         let input = PluginInput(stdin.fileHandleForWriting, plugin: pluginName)
         state.withLock { state in

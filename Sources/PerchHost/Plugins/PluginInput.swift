@@ -43,8 +43,9 @@ final class PluginInput: Sendable {
             while true {
                 ready.wait()
                 let (batch, closed) = queue.withLock { queue in
-                    defer { queue.lines.removeAll(keepingCapacity: true) }
-                    return (queue.lines, queue.closed)
+                    let batch = queue.lines
+                    queue.lines = []
+                    return (batch, queue.closed)
                 }
                 if closed { break }
                 var written = 0

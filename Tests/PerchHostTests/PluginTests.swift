@@ -1,5 +1,6 @@
 import Foundation
 import PerchChat
+import PerchConfig
 import PerchExamplePlugins
 import PerchHost
 import PerchService
@@ -142,6 +143,50 @@ import Testing
             #expect(chat.host.metrics.value("perch_plugin_timeouts_total", ["plugin": "wedged"]) == 0)
         }
         executor.stop()
+    }
+
+    /// A reload keeps an external plugin's child when the plugin is as it was, however the other
+    /// bots changed, and starts a new one when its settings changed.
+    @Test func aReloadKeepsAPluginsChildUnlessThePluginChanged() async throws {
+        let script = Self.fixtures + "/misbehaving_plugin.py"
+        func pluginBot(timeout: Int) -> String {
+            botFile(
+                """
+                  - on: { command: do }
+                    do: [{ plugin: bad }]
+                """,
+                extra:
+                    "hears: commands\nplugins:\n  - name: bad\n    exec: [python3, \"\(script)\"]\n    timeout_ms: \(timeout)"
+            )
+        }
+        try await withTestHost(
+            config: hostConfig, bots: ["b.yaml": pluginBot(timeout: 5000), "good.yaml": Self.pongBot]
+        ) {
+            chat in
+            func pid() async throws -> String {
+                let before = try await chat.messages(in: .group("room")).count
+                try await chat.post("!do pid", as: "carol", to: .group("room"))
+                return try await chat.waitFor("the plugin's pid") {
+                    let messages = try await chat.messages(in: .group("room"))
+                    return messages.count > before + 1 ? messages.last { $0.sender == "bot" }?.text : nil
+                }
+            }
+            // The configuration's own path, as `perch run` reloads it (the plugins run in its folder).
+            let folder = URL(fileURLWithPath: chat.directory).deletingLastPathComponent().path
+            func reload(_ file: String, _ text: String) async throws {
+                try text.write(toFile: folder + "/bots/" + file, atomically: true, encoding: .utf8)
+                let loaded = ConfigurationLoader(environment: [:], swiftPlugins: PluginRegistry.standard.names)
+                    .load(configPath: folder + "/config.yaml")
+                #expect(await chat.host.reload(loaded))
+            }
+            let first = try await pid()
+            #expect(first.hasPrefix("fine pid "))
+            try await reload("good.yaml", Self.pongBot.replacingOccurrences(of: "pong", with: "pang"))
+            #expect(try await pid() == first)
+            try await reload("b.yaml", pluginBot(timeout: 6000))
+            let second = try await pid()
+            #expect(second.hasPrefix("fine pid ") && second != first)
+        }
     }
 
     @Test func aCrashingAHangingAndAGarbagePluginDoNotStopOtherBots() async throws {

@@ -194,7 +194,19 @@ public actor BotHost {
                 ])
         }
         var fresh: [String: BotRuntime] = [:]
-        for bot in compiled.bots {
+        // An external plugin a bot keeps as it was (the same command, timeout, config and
+        // directory) keeps its child across the reload: its requests in flight are answered, and
+        // a plugin that starts slowly does not start again because another bot's file changed.
+        let running = runtimes.withLock { $0 }
+        var kept: [ObjectIdentifier] = []
+        for var bot in compiled.bots {
+            for (name, plugin) in bot.plugins {
+                guard let new = plugin as? ExternalPlugin,
+                    let old = running[bot.identity.name]?.bot.plugins[name] as? ExternalPlugin, old.launches(like: new)
+                else { continue }
+                bot.plugins[name] = old
+                kept.append(ObjectIdentifier(old))
+            }
             _ = try await service.ensureUser(
                 uid: bot.identity.uid, name: bot.configuration.user.name, role: User.botRole)
             for group in bot.configuration.groups {
@@ -232,7 +244,10 @@ public actor BotHost {
             for plugin in runtime.bot.plugins.values { (plugin as? ExternalPlugin)?.stop() }
         }
         for (name, runtime) in previous where fresh[name] != nil {
-            for plugin in runtime.bot.plugins.values { (plugin as? ExternalPlugin)?.stop() }
+            for case let plugin as ExternalPlugin in runtime.bot.plugins.values
+            where !kept.contains(ObjectIdentifier(plugin)) {
+                plugin.stop()
+            }
         }
         // A bot new to this database starts at the present: it does not replay history from before
         // it existed (its cursor is then saved, so a restart resumes where it stopped).

@@ -75,6 +75,13 @@ final class ExternalPlugin: BotPlugin, @unchecked Sendable {
         self.config = config
     }
 
+    /// Whether `other` starts the same child as this one (the same command, timeout, config and
+    /// working directory): a reload keeps this one, and its child, in its place.
+    func launches(like other: ExternalPlugin) -> Bool {
+        pluginName == other.pluginName && command == other.command && timeout == other.timeout
+            && config == other.config && workingDirectory == other.workingDirectory
+    }
+
     required convenience init(configuration: NoConfiguration) throws {
         throw PluginFailure(description: "external plugins are created from `exec`")
     }

@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """A plugin that misbehaves on purpose, for the supervision tests: the command's argument says how."""
 import json
+import os
 import sys
 import time
 
@@ -13,6 +14,8 @@ for line in sys.stdin:
             sys.exit(3)
         if how == "hang":
             time.sleep(30)
+        if how == "pid":
+            how = "pid " + str(os.getpid())
         if how == "garbage":
             sys.stdout.write("this is not json\n{\"also\": \"not a response\"}\n")
             # Numbers past any Int: an answer's id and a host call's context (each trapped the host).

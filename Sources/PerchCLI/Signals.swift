@@ -1,5 +1,6 @@
 import CSched
 import Foundation
+import PerchConfig
 import PerchLock
 
 #if canImport(Glibc)
@@ -83,9 +84,13 @@ public final class FileWatcher: Sendable {
         for path in paths {
             var isDirectory: ObjCBool = false
             guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) else { continue }
+            // Of a directory, the bot files only: the temporary file of an atomic write (an
+            // editor's save) appeared in one look and was gone at the next, two reloads for one save.
             let files =
                 isDirectory.boolValue
-                ? ((try? FileManager.default.contentsOfDirectory(atPath: path)) ?? []).map { path + "/" + $0 } : [path]
+                ? ((try? FileManager.default.contentsOfDirectory(atPath: path)) ?? []).filter(
+                    ConfigurationLoader.isBotFile
+                ).map { path + "/" + $0 } : [path]
             for file in files {
                 times[file] = (try? FileManager.default.attributesOfItem(atPath: file))?[.modificationDate] as? Date
             }

@@ -61,6 +61,21 @@ final class NotificationSocket: Sendable {
         #expect(!ServiceManager(socket: "/tmp/perch-nobody-listens-\(UUID()).sock").send(["READY=1"]))
     }
 
+    /// The file watcher looks at config.yaml and the bot files, not at the rest of the bots
+    /// directory: an atomic write's temporary file, there for a moment, was a second reload.
+    @Test func theFileWatcherLooksAtTheBotFilesOnly() throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("perch-watch-\(UUID())").path
+        try FileManager.default.createDirectory(atPath: directory + "/bots", withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        for name in [
+            "config.yaml", "bots/a.yaml", "bots/b.yml", "bots/.a.yaml.swp", "bots/.dat.nosync1A2B", "bots/notes.txt",
+        ] {
+            try "x".write(toFile: directory + "/" + name, atomically: false, encoding: .utf8)
+        }
+        let seen = FileWatcher.snapshot([directory + "/config.yaml", directory + "/bots"]).keys.sorted()
+        #expect(seen == ["config.yaml", "bots/a.yaml", "bots/b.yml"].map { directory + "/" + $0 }.sorted())
+    }
+
     /// `perch run` under a service manager: ready only once the API answers, reloading and ready
     /// again around SIGHUP and a refused reload, stopping at SIGTERM.
     @Test func perchRunTellsTheServiceManagerWhenItIsReadyReloadsAndStops() async throws {

@@ -137,13 +137,19 @@ public struct ConfigurationLoader: Sendable {
         return base.isEmpty ? directory : base + "/" + directory
     }
 
+    /// Whether a file of the bots directory, by its name, is a bot file: `*.yaml` or `*.yml`, not
+    /// hidden (an editor's or an atomic write's temporary file is neither).
+    public static func isBotFile(_ name: String) -> Bool {
+        (name.hasSuffix(".yaml") || name.hasSuffix(".yml")) && !name.hasPrefix(".")
+    }
+
     func loadBots(from directory: String, shownAs shown: String, into findings: inout [Finding]) -> [LoadedBot] {
         var isDirectory: ObjCBool = false
         guard FileManager.default.fileExists(atPath: directory, isDirectory: &isDirectory), isDirectory.boolValue else {
             return []
         }
         let names = ((try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? [])
-            .filter { ($0.hasSuffix(".yaml") || $0.hasSuffix(".yml")) && !$0.hasPrefix(".") }
+            .filter(Self.isBotFile)
             .sorted()
         var bots: [LoadedBot] = []
         for name in names {

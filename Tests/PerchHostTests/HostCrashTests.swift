@@ -47,6 +47,45 @@ import Testing
         return false
     }
 
+    /// The host ignores SIGPIPE; the plugins it starts do not (an ignored signal stays ignored
+    /// across exec, and a shell plugin's `producer | head` then wrote on into a closed pipe).
+    @Test func aPluginGetsSIGPIPEBackToItsDefault() async throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("perch-pipe-\(UUID().uuidString)")
+            .path
+        try FileManager.default.createDirectory(atPath: directory + "/bots", withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        try (hostConfig + "\nserver:\n  dataDirectory: data\n").write(
+            toFile: directory + "/config.yaml", atomically: true, encoding: .utf8)
+        let script = ExternalPluginTests.fixtures + "/signals_plugin.sh"
+        try botFile(
+            """
+              - on: { command: do }
+                do: [{ plugin: signals }]
+            """, extra: "hears: commands\nplugins:\n  - name: signals\n    exec: [sh, \"\(script)\"]"
+        ).write(toFile: directory + "/bots/plugin.yaml", atomically: true, encoding: .utf8)
+
+        let host = try startHost(directory)
+        let database = directory + "/data/perch.sqlite"
+        #expect(try await waitUntil(.seconds(20)) { FileManager.default.fileExists(atPath: database) })
+        let store = try SQLiteChatStore(path: database)
+        let service = ChatService(store: store)
+        #expect(try await waitUntil(.seconds(20)) { (try? await service.cursor(consumer: "bot:b")) ?? 0 > 0 })
+        _ = try await service.send(MessageDraft(to: .group("room"), text: "!do signals"), as: "carol")
+        var answer: String?
+        #expect(
+            try await waitUntil(.seconds(30)) {
+                answer = try await pongs(service).first { $0.hasPrefix("ignored ") }
+                return answer != nil
+            })
+        let mask = answer.flatMap { UInt64($0.dropFirst("ignored ".count), radix: 16) }
+        #expect(mask.map { $0 & 1 << UInt64(SIGPIPE - 1) } == 0, "SigIgn: \(answer ?? "no answer")")
+
+        host.terminate()
+        #expect(try await exited(host))
+        #expect(host.terminationStatus == 0)
+        await store.close()
+    }
+
     /// Two hosts on one data directory would handle every event twice: the second refuses to start.
     @Test func oneHostPerDataDirectory() async throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("perch-lock-\(UUID().uuidString)")

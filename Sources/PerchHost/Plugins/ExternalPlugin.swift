@@ -231,7 +231,11 @@ final class ExternalPlugin: BotPlugin, @unchecked Sendable {
     private func start() throws -> PluginInput {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = command
+        // SIGPIPE back to its default for the child: the host ignores it (a write to a reader gone
+        // is an error to handle, not the end of the host), and an ignored signal stays ignored in
+        // the programs a process starts, so `producer | head` in a shell plugin went on writing
+        // into the closed pipe. (`env --default-signal`, coreutils 8.31 on.)
+        process.arguments = ["--default-signal=PIPE", "--"] + command
         if let workingDirectory, !workingDirectory.isEmpty {
             process.currentDirectoryURL = URL(fileURLWithPath: workingDirectory)
         }

@@ -130,7 +130,7 @@ public enum RunCommand {
                 if await host.reload(next) {
                     running = CheckCommand.summary(next)
                     // Said at every reload until a restart applies them (compared with the start's).
-                    var waiting: [String] = []
+                    var waiting: [RestartSetting] = []
                     if let started = loaded.config, let config = next.config {
                         waiting = config.settingsNeedingRestart(comparedWith: started)
                     }
@@ -139,8 +139,8 @@ public enum RunCommand {
                     } else {
                         logger.warning(
                             "a reload does not apply these; they take effect at the next start: "
-                                + waiting.joined(separator: ", "))
-                        let keys = waiting.map { $0.prefix { $0 != " " } }.joined(separator: ", ")
+                                + waiting.map(\.description).joined(separator: ", "))
+                        let keys = waiting.map(\.key).joined(separator: ", ")
                         manager.ready(status: "running: \(running)\(listening); a restart applies \(keys)")
                     }
                 } else {

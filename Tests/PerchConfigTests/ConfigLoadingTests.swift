@@ -52,7 +52,7 @@ import Testing
             strings: {THREAD_SUBSCRIBE: Follow}
             ui: {threadSubscription: {hideButton: true}}
             """)
-        let waiting = next.settingsNeedingRestart(comparedWith: started)
+        let waiting = next.settingsNeedingRestart(comparedWith: started).map(\.description)
         #expect(
             waiting == [
                 "server.listen (127.0.0.1:8080 → 127.0.0.1:9090)", "server.apiKey", "features.save (true → false)",

@@ -38,38 +38,47 @@ import Testing
         return texts
     }
 
-    func waitUntil(_ timeout: Duration, _ condition: () async throws -> Bool) async throws -> Bool {
-        let deadline = ContinuousClock.now + timeout
-        while ContinuousClock.now < deadline {
-            if try await condition() { return true }
-            try await Task.sleep(for: .milliseconds(50))
+    /// A folder for `perch run`: config.yaml (the tests' seed and these `server` settings) and
+    /// `bots/` with `bots` (file name: text). The caller removes it.
+    func hostDirectory(_ name: String, server: String, bots: [String: String] = [:]) throws -> String {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "perch-\(name)-\(UUID().uuidString)"
+        )
+        .path
+        try FileManager.default.createDirectory(atPath: directory + "/bots", withIntermediateDirectories: true)
+        try (hostConfig + "\nserver:\n" + server).write(
+            toFile: directory + "/config.yaml", atomically: true, encoding: .utf8)
+        for (file, text) in bots {
+            try text.write(toFile: directory + "/bots/" + file, atomically: true, encoding: .utf8)
         }
-        return false
+        return directory
     }
 
-    /// The host ignores SIGPIPE; the plugins it starts do not (an ignored signal stays ignored
-    /// across exec, and a shell plugin's `producer | head` then wrote on into a closed pipe).
-    @Test func aPluginGetsSIGPIPEBackToItsDefault() async throws {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("perch-pipe-\(UUID().uuidString)")
-            .path
-        try FileManager.default.createDirectory(atPath: directory + "/bots", withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(atPath: directory) }
-        try (hostConfig + "\nserver:\n  dataDirectory: data\n").write(
-            toFile: directory + "/config.yaml", atomically: true, encoding: .utf8)
-        let script = ExternalPluginTests.fixtures + "/signals_plugin.sh"
-        try botFile(
-            """
-              - on: { command: do }
-                do: [{ plugin: signals }]
-            """, extra: "hears: commands\nplugins:\n  - name: signals\n    exec: [sh, \"\(script)\"]"
-        ).write(toFile: directory + "/bots/plugin.yaml", atomically: true, encoding: .utf8)
-
+    /// `perch run` on `directory` (whose data directory is `data`), once its database is there and
+    /// bot `b` consumes, with a service of this process on the same database.
+    func startedHost(_ directory: String) async throws -> (host: Process, store: SQLiteChatStore, service: ChatService)
+    {
         let host = try startHost(directory)
         let database = directory + "/data/perch.sqlite"
         #expect(try await waitUntil(.seconds(20)) { FileManager.default.fileExists(atPath: database) })
         let store = try SQLiteChatStore(path: database)
         let service = ChatService(store: store)
         #expect(try await waitUntil(.seconds(20)) { (try? await service.cursor(consumer: "bot:b")) ?? 0 > 0 })
+        return (host, store, service)
+    }
+
+    /// The host ignores SIGPIPE; the plugins it starts do not (an ignored signal stays ignored
+    /// across exec, and a shell plugin's `producer | head` then wrote on into a closed pipe).
+    @Test func aPluginGetsSIGPIPEBackToItsDefault() async throws {
+        let script = ExternalPluginTests.fixtures + "/signals_plugin.sh"
+        let bot = botFile(
+            """
+              - on: { command: do }
+                do: [{ plugin: signals }]
+            """, extra: "hears: commands\nplugins:\n  - name: signals\n    exec: [sh, \"\(script)\"]")
+        let directory = try hostDirectory("pipe", server: "  dataDirectory: data\n", bots: ["plugin.yaml": bot])
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let (host, store, service) = try await startedHost(directory)
         _ = try await service.send(MessageDraft(to: .group("room"), text: "!do signals"), as: "carol")
         var answer: String?
         #expect(
@@ -88,12 +97,8 @@ import Testing
 
     /// Two hosts on one data directory would handle every event twice: the second refuses to start.
     @Test func oneHostPerDataDirectory() async throws {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("perch-lock-\(UUID().uuidString)")
-            .path
-        try FileManager.default.createDirectory(atPath: directory + "/bots", withIntermediateDirectories: true)
+        let directory = try hostDirectory("lock", server: "  listen: 127.0.0.1:0\n")
         defer { try? FileManager.default.removeItem(atPath: directory) }
-        try (hostConfig + "\nserver:\n  listen: 127.0.0.1:0\n").write(
-            toFile: directory + "/config.yaml", atomically: true, encoding: .utf8)
         let first = try startHost(directory)
         #expect(
             try await waitUntil(.seconds(20)) { FileManager.default.fileExists(atPath: directory + "/data/perch.lock") }
@@ -110,25 +115,17 @@ import Testing
 
     /// kill -9 during a stream of messages, restart: no bot reply lost, none duplicated.
     @Test func killNineDuringAStreamLosesAndDuplicatesNoReply() async throws {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("perch-kill-\(UUID().uuidString)")
-            .path
-        try FileManager.default.createDirectory(atPath: directory + "/bots", withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(atPath: directory) }
-        try (hostConfig + "\nserver:\n  dataDirectory: data\n  listen: 127.0.0.1:0\n").write(
-            toFile: directory + "/config.yaml", atomically: true, encoding: .utf8)
-        try botFile(
+        let bot = botFile(
             """
               - on: { command: ping }
                 do: [{ reply: "pong {args}" }]
-            """, extra: "rate_limit: { per_minute: 100000, burst: 10000, per_conversation_per_minute: 100000 }"
-        ).write(toFile: directory + "/bots/ping.yaml", atomically: true, encoding: .utf8)
-
-        var host = try startHost(directory)
-        let database = directory + "/data/perch.sqlite"
-        #expect(try await waitUntil(.seconds(20)) { FileManager.default.fileExists(atPath: database) })
-        let store = try SQLiteChatStore(path: database)
-        let service = ChatService(store: store)
-        #expect(try await waitUntil(.seconds(20)) { (try? await service.cursor(consumer: "bot:b")) ?? 0 > 0 })
+            """, extra: "rate_limit: { per_minute: 100000, burst: 10000, per_conversation_per_minute: 100000 }")
+        let directory = try hostDirectory(
+            "kill", server: "  dataDirectory: data\n  listen: 127.0.0.1:0\n", bots: ["ping.yaml": bot])
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let started = try await startedHost(directory)
+        let (store, service) = (started.store, started.service)
+        var host = started.host
 
         // The stream keeps flowing while the host is killed and restarted.
         let total = 400

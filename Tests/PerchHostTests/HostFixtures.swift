@@ -63,20 +63,24 @@ extension TestChat {
     }
 }
 
+/// Asks `condition` every 50 ms until it says yes or `timeout` has passed: whether it said yes.
+func waitUntil(_ timeout: Duration, _ condition: () async throws -> Bool) async throws -> Bool {
+    let deadline = ContinuousClock.now + timeout
+    while ContinuousClock.now < deadline {
+        if try await condition() { return true }
+        try await Task.sleep(for: .milliseconds(50))
+    }
+    return false
+}
+
 /// Waits for `process` to exit, at most `timeout` (then kills it): whether it exited in time. Not
 /// `waitUntilExit()`, which holds one of the few threads of the tests' pool until the child exits,
 /// for ever if it does not.
 func exited(_ process: Process, within timeout: Duration = .seconds(30)) async throws -> Bool {
-    let deadline = ContinuousClock.now + timeout
-    while process.isRunning {
-        guard ContinuousClock.now < deadline else {
-            kill(process.processIdentifier, SIGKILL)
-            while process.isRunning { try await Task.sleep(for: .milliseconds(20)) }
-            return false
-        }
-        try await Task.sleep(for: .milliseconds(20))
-    }
-    return true
+    if try await waitUntil(timeout, { !process.isRunning }) { return true }
+    kill(process.processIdentifier, SIGKILL)
+    _ = try await waitUntil(.seconds(10)) { !process.isRunning }
+    return false
 }
 
 /// What a program run to its end said: its exit status, its standard output and its standard error

@@ -1,16 +1,25 @@
+/// A setting a reload does not apply: its key, and what it says in the log.
+public struct RestartSetting: Sendable, Equatable, CustomStringConvertible {
+    /// The setting's key (`server.listen`).
+    public var key: String
+    /// The key with the two values (`server.listen (127.0.0.1:8080 → 127.0.0.1:9090)`), or the key
+    /// alone for a secret or a table.
+    public var description: String
+}
+
 extension PerchConfiguration {
     /// The settings of this configuration that differ from `running`'s and that a reload does not
     /// apply (all of them, or, for `strings` and `ui.threadSubscription.enabled`, the web chat's
-    /// part), as their keys with the two values (but a secret's or a table's): the HTTP server, the
+    /// part), each with the two values (but a secret's or a table's): the HTTP server, the
     /// store, the chat service's rules and the web chat's settings are made once, when the host
     /// starts. A reload applies the seed, the bots and what the bots read (`strings`,
     /// `limits.botHops`, the thread-subscription gate's commands), and says which of these wait
     /// for the next start (docs/configuration.md, "What a reload applies").
-    public func settingsNeedingRestart(comparedWith running: PerchConfiguration) -> [String] {
-        var changed: [String] = []
+    public func settingsNeedingRestart(comparedWith running: PerchConfiguration) -> [RestartSetting] {
+        var changed: [RestartSetting] = []
         func compare<Value: Equatable>(_ key: String, _ old: Value, _ new: Value, shown: Bool = true) {
             guard old != new else { return }
-            changed.append(shown ? "\(key) (\(old) → \(new))" : key)
+            changed.append(RestartSetting(key: key, description: shown ? "\(key) (\(old) → \(new))" : key))
         }
         let (old, new) = (running.server, server)
         compare("server.listen", old.listen, new.listen)

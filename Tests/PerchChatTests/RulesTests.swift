@@ -61,6 +61,18 @@ func code(_ body: () throws -> Void) -> ChatError.Code? {
         #expect(Mentions.extract(from: String(repeating: "x", count: 5_000) + "<@uid:erin>") == ["erin"])
         #expect(Mentions.token(for: "bob") == "<@uid:bob>")
     }
+
+    @Test func aQuotedTextKeepsItsWordsAndMentionsNoOne() {
+        let text = "hi <@uid:bob> and <@uid:carol>, <@uid:bad uid> <@uid:> é<@uid:dave"
+        let quoted = Mentions.quoted(text)
+        #expect(quoted == "hi @bob and @carol, <@uid:bad uid> <@uid:> é<@uid:dave")
+        #expect(Mentions.extract(from: quoted) == [])
+        #expect(Mentions.quoted("<@uid:x>") == "@x")
+        #expect(Mentions.quoted("<@uid:<@uid:erin>>") == "<@uid:@erin>")
+        #expect(Mentions.quoted("plain 🎉 text") == "plain 🎉 text")
+        let long = "<@uid:" + String(repeating: "a", count: 101) + ">"
+        #expect(Mentions.quoted(long) == long)
+    }
 }
 
 @Suite struct ThreadAndQuoteRuleTests {

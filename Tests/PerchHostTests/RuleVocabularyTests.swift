@@ -21,6 +21,23 @@ import Testing
         }
     }
 
+    /// A bot repeating a text does not mention its people again: the shipped thread watcher quoted
+    /// a root that mentioned bob at every reply, so bob was notified of every reply by the bot.
+    @Test func aQuotedTextMentionsNoOneAgain() async throws {
+        let rules = """
+              - on: thread_reply
+                when: { sender_is_bot: false }
+                do: [{ reply_in_thread: "re {parent.text} / {message.text} / <@uid:{sender.uid}>" }]
+            """
+        try await withTestHost(config: hostConfig, bots: ["b.yaml": botFile(rules)]) { chat in
+            let root = try await chat.post("ask <@uid:bob>", as: "carol", to: .group("room"))
+            try await chat.post("me too <@uid:carol>", as: "bob", to: .group("room"), thread: root.id)
+            let answer = try #require(try await chat.botMessages(in: .group("room")).first)
+            #expect(answer.text == "re ask @bob / me too @carol / <@uid:bob>")
+            #expect(answer.mentionedUids == ["bob"])
+        }
+    }
+
     @Test func mentionOfTheBotOrOfListedUsers() async throws {
         let rules = """
               - on: mention

@@ -34,6 +34,27 @@ public enum Mentions {
         return found
     }
 
+    /// `text` with each mention token written as plain `@UID`: how a bot repeats someone's
+    /// message without mentioning its people again (the thread watcher quoting a thread's root
+    /// on every reply would notify everyone the root mentioned, at every reply).
+    public static func quoted(_ text: String) -> String {
+        guard text.utf8.count >= 8, text.contains("<@uid:") else { return text }
+        var output = ""
+        var rest = Substring(text)
+        while let start = rest.firstRange(of: "<@uid:") {
+            output += rest[..<start.lowerBound]
+            let tail = rest[start.upperBound...]
+            if let close = tail.prefix(101).firstIndex(of: ">"), User.isValidUID(String(tail[..<close])) {
+                output += "@" + tail[..<close]
+                rest = tail[tail.index(after: close)...]
+            } else {
+                output += rest[start]
+                rest = tail
+            }
+        }
+        return output + rest
+    }
+
     /// The token that mentions `uid`.
     public static func token(for uid: String) -> String { "<@uid:\(uid)>" }
 }

@@ -338,7 +338,8 @@ final class BotRuntime: Sendable {
                 }
                 switch path[1] {
                 case "id": return String(message.id)
-                case "text": return message.text
+                // A quoted text mentions no one: its tokens become plain `@uid`.
+                case "text": return message.text.map(Mentions.quoted)
                 case "sender": return message.sender
                 default: return nil
                 }

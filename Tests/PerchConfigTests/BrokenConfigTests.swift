@@ -279,6 +279,17 @@ let brokenCases: [BrokenCase] = [
     .bots(
         "duplicate bot user", ["a.yaml": "name: one\nuser: {uid: x}\n", "b.yaml": "name: two\nuser: {uid: x}\n"],
         "bots/b.yaml:2:13: error: user.uid: bot 'one' already uses user 'x' (bots/a.yaml:2:13)"),
+    // A value wrapped in another type is told as its own: a scope, alone or in a list.
+    .bot(
+        "unknown sender scope",
+        "name: b\nuser: {uid: b1}\nrules:\n  - on: message\n    when: {sender_scope: boss}\n    do: [{reply: hi}]\n",
+        "bots/b.yaml:5:26: error: rules[0].when.sender_scope: unknown value 'boss' (expected one of: participant, moderator, admin, owner)"
+    ),
+    .bot(
+        "misspelt sender scope in a list",
+        "name: b\nuser: {uid: b1}\nrules:\n  - on: message\n    when: {sender_scope: [owner, admn]}\n    do: [{reply: hi}]\n",
+        "bots/b.yaml:5:34: error: rules[0].when.sender_scope[1]: unknown value 'admn'; did you mean 'admin'? (expected one of: participant, moderator, admin, owner)"
+    ),
 ]
 
 @Suite struct BrokenConfigTests {

@@ -398,7 +398,9 @@ struct NodeSingleValueContainer: SingleValueDecodingContainer {
         {
             return value
         }
-        return try T(from: decoder)
+        // Through the session, so a wrapped value's mistake is told as its own (`sender_scope:
+        // boss` is an unknown scope with the choices, not Swift's "Cannot initialize").
+        return try decoder.session.decode(type, node: decoder.node, path: codingPath, quiet: decoder.quiet)
     }
 }
 

@@ -290,6 +290,11 @@ let brokenCases: [BrokenCase] = [
         "name: b\nuser: {uid: b1}\nrules:\n  - on: message\n    when: {sender_scope: [owner, admn]}\n    do: [{reply: hi}]\n",
         "bots/b.yaml:5:34: error: rules[0].when.sender_scope[1]: unknown value 'admn'; did you mean 'admin'? (expected one of: participant, moderator, admin, owner)"
     ),
+    .bot(
+        "empty reply text",
+        "name: b\nuser: {uid: b1}\nrules:\n  - on: message\n    do: [{reply_in_thread: \" \"}]\n",
+        "bots/b.yaml:5:28: error: rules[0].do[0].reply_in_thread: the text is empty, and a message needs text (ERR_EMPTY_MESSAGE_TEXT)"
+    ),
 ]
 
 @Suite struct BrokenConfigTests {

@@ -26,6 +26,10 @@ public struct Template: Sendable, Equatable, Decodable, ConfigPlaceholder {
     public init(from decoder: any Decoder) throws {
         let text = try decoder.singleValueContainer().decode(String.self)
         self = try Template.parse(text)
+        // Every template is a message's text, which the chat service refuses when blank.
+        if variables.isEmpty, text.allSatisfy(\.isWhitespace) {
+            throw ConfigValueError("the text is empty, and a message needs text (ERR_EMPTY_MESSAGE_TEXT)")
+        }
     }
 
     /// Parses `text`.

@@ -38,6 +38,25 @@ import Testing
         }
     }
 
+    /// A template's text is cut to the longest text the service takes: a watcher quoting a root
+    /// near the limit was refused (`ERR_BAD_REQUEST`) and answered nothing.
+    @Test func aTextOverTheLimitIsCutWithAnEllipsis() async throws {
+        let rules = """
+              - on: thread_reply
+                when: { sender_is_bot: false }
+                do: [{ reply_in_thread: "re “{parent.text}”" }]
+            """
+        let config = hostConfig + "\nlimits:\n  messageTextBytes: 24\n"
+        try await withTestHost(config: config, bots: ["b.yaml": botFile(rules)]) { chat in
+            let root = try await chat.post("ééééééééééé", as: "carol", to: .group("room"))
+            try await chat.post("ok", as: "bob", to: .group("room"), thread: root.id)
+            let answer = try #require(try await chat.botMessages(in: .group("room")).first)
+            // "re “" is 6 bytes and "…" 3: seven two-byte letters fit in the 15 left.
+            #expect(answer.text == "re “ééééééé…")
+            #expect(answer.parentMessageId == root.id)
+        }
+    }
+
     @Test func mentionOfTheBotOrOfListedUsers() async throws {
         let rules = """
               - on: mention

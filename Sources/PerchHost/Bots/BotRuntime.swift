@@ -327,7 +327,29 @@ final class BotRuntime: Sendable {
         }
     }
 
+    /// A template's text, cut to the service's longest text (`limits.messageTextBytes`) with an
+    /// ellipsis: a thread watcher quoting a root near the limit sent a text over it, which the
+    /// service refused, so the bot said nothing.
     func render(_ template: Template, _ context: BotContext) -> String {
+        Self.fitting(fill(template, context), bytes: service.settings.messageTextBytes)
+    }
+
+    /// `text`, or its longest prefix of whole characters that fits in `bytes` with "…" after it.
+    static func fitting(_ text: String, bytes: Int) -> String {
+        guard text.utf8.count > bytes else { return text }
+        let ellipsis = bytes > 3 ? "…" : ""
+        let room = bytes - ellipsis.utf8.count
+        var used = 0
+        var end = text.startIndex
+        for character in text {
+            used += character.utf8.count
+            if used > room { break }
+            end = text.index(after: end)
+        }
+        return text[..<end] + ellipsis
+    }
+
+    private func fill(_ template: Template, _ context: BotContext) -> String {
         template.render { path in
             switch path.first {
             case "sender":

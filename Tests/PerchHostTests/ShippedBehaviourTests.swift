@@ -153,4 +153,22 @@ let repositoryRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
             #expect(try await chat.service.message(clean.id, as: "dave").deletedAt == 0)
         }
     }
+
+    /// Posting a clean text and editing a listed word into it does not get past the moderator.
+    @Test func theModeratorCatchesAListedWordPutInByAnEdit() async throws {
+        try await withShippedHost { chat in
+            let message = try await chat.post("nothing to see here", as: "dave", to: .group("general"))
+            try await chat.settle()
+            #expect(try await chat.service.message(message.id, as: "dave").deletedAt == 0)
+            _ = try await chat.service.edit(message.id, text: "nothing to see, buy badword", as: "dave")
+            _ = try await chat.waitFor("the delete") {
+                try await chat.service.message(message.id, as: "dave").deletedAt != 0 ? true : nil
+            }
+            #expect(try await chat.service.message(message.id, as: "dave").deletedBy == "moderator")
+            let warning = try await chat.waitForMessage(in: .user("moderator"), viewer: "dave") {
+                $0.sender == "moderator"
+            }
+            #expect(warning.text?.contains("general") == true)
+        }
+    }
 }

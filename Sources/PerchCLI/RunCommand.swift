@@ -23,7 +23,8 @@ public enum RunCommand {
             FileHandle.standardError.write(Data("perch: --log-format is text or json\n".utf8))
             return 64
         }
-        let logger = HostLogger(format: format)
+        // A dry run prints what the bots would do; its start-up steps are not news (warnings are).
+        let logger = HostLogger(format: format, minimum: parsed.command == "dry-run" ? .warning : .info)
         // Read (and taken out of the environment) before any plugin starts.
         let manager = ServiceManager.fromEnvironment()
         let configPath = parsed.options["config"] ?? "config.yaml"

@@ -24,6 +24,24 @@ func withShippedCopy(_ body: (_ directory: String) async throws -> Void) async t
         #expect(usage == 64)
     }
 
+    /// `perch dry-run` prints what the bots would do and nothing else: its start-up steps were
+    /// a dozen log lines around the answer.
+    @Test func aDryRunSaysWhatTheBotsWouldDoAndNothingElse() async throws {
+        try await withShippedCopy { directory in
+            let dry = try await run(
+                HostCrashTests.buildDirectory + "/perch",
+                ["dry-run", "--config", directory + "/config.yaml", "--as", "dave", "--group", "general", "buy badword"],
+                together: false)
+            #expect(dry.status == 0, "\(dry.errors)")
+            #expect(
+                dry.output.split(separator: "\n") == [
+                    "moderator / word-list:", "  - delete",
+                    "  - direct_message: Your message in general was removed: it contains a word this space does not allow.",
+                ])
+            #expect(dry.errors.isEmpty)
+        }
+    }
+
     func sendPosts(in directory: String) async throws {
         try await withTestHost(configPath: directory + "/config.yaml", dataDirectory: directory + "/data") { chat in
             let lines = Mutex<[String]>([])

@@ -25,7 +25,13 @@ struct APIClient {
         request.setValue(apiKey, forHTTPHeaderField: "apikey")
         request.setValue(onBehalfOf, forHTTPHeaderField: "onBehalfOf")
         if let body { request.httpBody = try JSONSerialization.data(withJSONObject: body) }
-        let (data, response) = try await URLSession.shared.data(for: request)
+        let data: Data
+        let response: URLResponse
+        do {
+            (data, response) = try await URLSession.shared.data(for: request)
+        } catch {
+            throw Self.unreachable(base, error)
+        }
         let object = try? JSONSerialization.jsonObject(with: data)
         guard let status = (response as? HTTPURLResponse)?.statusCode, status == 200 else {
             let error = ((object as? [String: Any])?["error"] as? [String: Any])
@@ -33,6 +39,23 @@ struct APIClient {
                 description: "\(error?["code"] as? String ?? "HTTP error"): \(error?["message"] as? String ?? "")")
         }
         return (object as? [String: Any])?["data"] ?? [:]
+    }
+
+    /// What a request that got no answer says: Foundation's error printed as it comes is a
+    /// dump of its `userInfo` ("Error Domain=NSURLErrorDomain Code=-1004 ...").
+    static func unreachable(_ base: URL, _ error: any Error) -> Failure {
+        let address = base.host.map { host in base.port.map { "\(host):\($0)" } ?? host } ?? base.absoluteString
+        let code = (error as NSError).code
+        if code == NSURLErrorCannotConnectToHost || code == NSURLErrorNetworkConnectionLost {
+            return Failure(
+                description: "cannot connect to \(address): is perch run running there? (the address is "
+                    + "config.yaml's server.listen, or --url)", cannotConnect: true)
+        }
+        if code == NSURLErrorBadURL || code == NSURLErrorUnsupportedURL {
+            return Failure(description: "\(base.absoluteString) is not an address to reach the host at")
+        }
+        let reason = (error as NSError).userInfo[NSLocalizedDescriptionKey] as? String ?? "\(error)"
+        return Failure(description: "no answer from \(address): \(reason)", cannotConnect: true)
     }
 
     /// Reads the Server-Sent Events stream of `GET /v3/events` (after the event `after` when given,

@@ -44,6 +44,23 @@ import Testing
     /// `perch tail` through a restart of the host: the stream ends, the client tries again, and
     /// resumes after the last event it read, so an event sent while the host was down arrives too;
     /// a wrong key is an error at once, not a retry.
+    /// With no host at the address, the client says so in a line (it printed Foundation's error
+    /// dump, "Error Domain=NSURLErrorDomain Code=-1004 ..."), and an address that cannot be one is
+    /// named.
+    @Test func aClientWithNoHostToTalkToSaysSo() async throws {
+        // Nothing listens on port 1 of the loopback: the connection is refused.
+        let nobody = APIClient(base: URL(string: "http://127.0.0.1:1")!, apiKey: apiKey, onBehalfOf: "carol")
+        let refused = await #expect(throws: APIClient.Failure.self) { try await nobody.call("GET", "/v3/threads") }
+        #expect(refused?.cannotConnect == true)
+        #expect(
+            refused?.description
+                == "cannot connect to 127.0.0.1:1: is perch run running there? (the address is config.yaml's "
+                + "server.listen, or --url)")
+        let nowhere = APIClient(base: URL(string: "http://127.0.0.1:99999")!, apiKey: apiKey, onBehalfOf: "carol")
+        let bad = await #expect(throws: APIClient.Failure.self) { try await nowhere.call("GET", "/v3/threads") }
+        #expect(bad?.description == "http://127.0.0.1:99999 is not an address to reach the host at")
+    }
+
     @Test func theTerminalClientFollowsTheStreamThroughARestartMissingNothing() async throws {
         try await withTestHost(config: hostConfig) { chat in
             let api = PerchAPI(

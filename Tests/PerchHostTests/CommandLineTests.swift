@@ -30,7 +30,10 @@ func withShippedCopy(_ body: (_ directory: String) async throws -> Void) async t
         try await withShippedCopy { directory in
             let dry = try await run(
                 HostCrashTests.buildDirectory + "/perch",
-                ["dry-run", "--config", directory + "/config.yaml", "--as", "dave", "--group", "general", "buy badword"],
+                [
+                    "dry-run", "--config", directory + "/config.yaml", "--as", "dave", "--group", "general",
+                    "buy badword",
+                ],
                 together: false)
             #expect(dry.status == 0, "\(dry.errors)")
             #expect(

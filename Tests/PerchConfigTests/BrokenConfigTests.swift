@@ -295,6 +295,21 @@ let brokenCases: [BrokenCase] = [
         "name: b\nuser: {uid: b1}\nrules:\n  - on: message\n    do: [{reply_in_thread: \" \"}]\n",
         "bots/b.yaml:5:28: error: rules[0].do[0].reply_in_thread: the text is empty, and a message needs text (ERR_EMPTY_MESSAGE_TEXT)"
     ),
+    .bot(
+        "misspelt schedule time zone",
+        "name: b\nuser: {uid: b1}\nrules:\n  - on: {schedule: \"0 9 * * *\", group: general, timezone: Europe/Berln}\n    do: [{reply: hi}]\n",
+        "bots/b.yaml:4:59: error: rules[0].on.timezone: unknown time zone 'Europe/Berln'; did you mean 'Europe/Berlin'? (an IANA name such as Europe/Berlin)"
+    ),
+    .bot(
+        "time zone beside a command",
+        "name: b\nuser: {uid: b1}\nrules:\n  - on: {command: x, timezone: UTC}\n    do: [{reply: hi}]\n",
+        "bots/b.yaml:4:22: error: rules[0].on.timezone: unknown key 'timezone' (known keys: command, mention, schedule, webhook)"
+    ),
+    .bot(
+        "conversation beside a command",
+        "name: b\nuser: {uid: b1}\nrules:\n  - on: {command: standup, group: general}\n    do: [{reply: hi}]\n",
+        "bots/b.yaml:4:28: error: rules[0].on.group: unknown key 'group' (known keys: command, mention, schedule, webhook)"
+    ),
 ]
 
 @Suite struct BrokenConfigTests {

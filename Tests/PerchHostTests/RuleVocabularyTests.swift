@@ -150,6 +150,24 @@ import Testing
         }
     }
 
+    /// `timezone`: nine thirty in Berlin, not in UTC.
+    @Test func aScheduleRunsOnItsTimeZonesClock() async throws {
+        let rules = """
+              - name: standup
+                on: { schedule: "30 9 * * 1-5", group: room, timezone: Europe/Berlin }
+                do: [{ reply: "Standup time" }]
+            """
+        try await withTestHost(config: hostConfig, bots: ["b.yaml": botFile(rules)]) { chat in
+            let monday0930UTC: Int64 = 1_796_031_000  // 10:30 in Berlin (CET, UTC+1)
+            await chat.host.runSchedules(at: monday0930UTC)
+            let early = try await chat.botMessages(in: .group("room"))
+            #expect(early.isEmpty)
+            await chat.host.runSchedules(at: monday0930UTC - 3600)
+            let texts = try await chat.botMessages(in: .group("room")).compactMap(\.text)
+            #expect(texts == ["Standup time"])
+        }
+    }
+
     @Test func webhooksTemplateTheirBody() async throws {
         let rules = """
               - on: { webhook: deploy, group: room }

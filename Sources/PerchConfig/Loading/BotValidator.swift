@@ -1,3 +1,4 @@
+import Foundation
 import PerchChat
 import PerchRegex
 import PerchYAML
@@ -49,6 +50,9 @@ struct BotValidator {
         findings.append(
             Finding(location: bot.locations.location(of: path), severity: .warning, path: path, message: message))
     }
+
+    /// The time zones the system knows (its tz database), for suggestions.
+    static var timeZones: Set<String> { Set(TimeZone.knownTimeZoneIdentifiers) }
 
     func unknown(_ kind: String, _ name: String, among known: Set<String>, where place: String) -> String {
         var message = "unknown \(kind) '\(name)'"
@@ -148,8 +152,13 @@ struct BotValidator {
                     loaded, item(loaded, path + ".on.mention", position),
                     unknown("user", uid, among: knownUsers, where: "not seeded and not a bot"))
             }
-        case .schedule(let cron, let target):
+        case .schedule(let cron, let target, let zone):
             do { _ = try CronExpression(cron) } catch { self.error(loaded, path + ".on.schedule", error.description) }
+            if let zone, TimeZone(identifier: zone) == nil {
+                error(
+                    loaded, path + ".on.timezone",
+                    unknown("time zone", zone, among: Self.timeZones, where: "an IANA name such as Europe/Berlin"))
+            }
             switch target {
             case .group(let guid) where !isKnownGroup(guid):
                 error(

@@ -1,4 +1,5 @@
-/// A five-field cron expression (minute hour day-of-month month day-of-week), evaluated in UTC.
+/// A five-field cron expression (minute hour day-of-month month day-of-week), matched against a
+/// time's UTC fields (the host shifts a time by its schedule's zone first).
 ///
 /// Each field takes `*`, a number, a range `a-b`, a step `*/n` or `a-b/n`, and comma lists.
 /// Day-of-week 0 and 7 are Sunday. As in Vixie cron, when both day fields are restricted a day

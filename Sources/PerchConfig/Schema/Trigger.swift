@@ -16,8 +16,9 @@ public enum Trigger: Sendable, Equatable {
     case edited
     case deleted
     case memberJoined
-    /// A cron schedule (five fields, UTC) posting into one conversation.
-    case schedule(cron: String, target: ScheduleTarget)
+    /// A cron schedule (five fields) posting into one conversation, read on the wall clock of
+    /// `timezone` (an IANA name, `Europe/Berlin`; UTC when nil).
+    case schedule(cron: String, target: ScheduleTarget, timezone: String? = nil)
     /// A named inbound HTTP hook, `POST /v3/hooks/{name}`, whose JSON body templates can read;
     /// replies go to the target conversation when one is given.
     case webhook(name: String, target: ScheduleTarget?)
@@ -80,7 +81,7 @@ extension Trigger: Decodable, ConfigPlaceholder {
     public static var placeholder: Trigger { .message }
 
     enum CodingKeys: String, CodingKey {
-        case mention, command, schedule, webhook, group, user
+        case mention, command, schedule, webhook, group, user, timezone
     }
 
     public init(from decoder: any Decoder) throws {
@@ -105,9 +106,9 @@ extension Trigger: Decodable, ConfigPlaceholder {
             return
         }
         let c = try decoder.container(keyedBy: CodingKeys.self)
-        let present = c.allKeys.map(\.stringValue).filter {
-            ["mention", "command", "schedule", "webhook"].contains($0)
-        }
+        // Asked key by key (`allKeys` would count every key as read, so one the trigger's kind does
+        // not take, `group` beside `command`, was silently ignored instead of reported).
+        let present = [CodingKeys.mention, .command, .schedule, .webhook].filter(c.contains).map(\.stringValue)
         guard present.count == 1 else {
             throw ConfigValueError(
                 present.isEmpty
@@ -137,9 +138,10 @@ extension Trigger: Decodable, ConfigPlaceholder {
             let cron = try c.decode(String.self, forKey: .schedule)
             let group = try c.decodeIfPresent(String.self, forKey: .group)
             let user = try c.decodeIfPresent(String.self, forKey: .user)
+            let zone = try c.decodeIfPresent(String.self, forKey: .timezone)
             switch (group, user) {
-            case (let guid?, nil): self = .schedule(cron: cron, target: .group(guid))
-            case (nil, let uid?): self = .schedule(cron: cron, target: .user(uid))
+            case (let guid?, nil): self = .schedule(cron: cron, target: .group(guid), timezone: zone)
+            case (nil, let uid?): self = .schedule(cron: cron, target: .user(uid), timezone: zone)
             default: throw ConfigValueError("a schedule posts into one conversation: give `group` or `user`")
             }
         }

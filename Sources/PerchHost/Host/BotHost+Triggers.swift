@@ -4,14 +4,16 @@ import PerchConfig
 import PerchService
 
 extension BotHost {
-    /// Runs the schedule rules due in the minute of `epochSeconds` (UTC). Each firing sends with a
-    /// muid of (bot, rule, minute), so a minute is never posted twice, even across a restart.
+    /// Runs the schedule rules due in the minute of `epochSeconds` (UTC), each read on its own time
+    /// zone's wall clock. Each firing sends with a muid of (bot, rule, minute), so a minute is never
+    /// posted twice, even across a restart.
     public func runSchedules(at epochSeconds: Int64) async {
         let minute = epochSeconds / 60 * 60
         for runtime in currentRuntimes.values {
             for rule in runtime.bot.rules {
-                guard case .schedule(let cron, let target) = rule.trigger, let expression = try? CronExpression(cron),
-                    expression.matches(epochSeconds: minute)
+                guard case .schedule(let cron, let target, let zone) = rule.trigger,
+                    let expression = try? CronExpression(cron),
+                    expression.isDue(minute: minute, in: zone.flatMap(TimeZone.init(identifier:)))
                 else { continue }
                 await fire(runtime, rule: rule, target: target, webhook: nil, key: "schedule:\(rule.name):\(minute)")
             }
@@ -66,14 +68,24 @@ extension BotHost {
 
     func startScheduler() {
         let clock = options.clock
+        // The minute of the start, read now: read in the task, it was whatever minute the task
+        // first ran in.
+        let started = clock.now() / 60
         scheduler = Task { [weak self] in
-            var last = clock.now() / 60
+            var last = started
             while !Task.isCancelled {
                 try? await Task.sleep(for: .milliseconds(500))
                 let minute = clock.now() / 60
-                guard minute != last else { continue }
+                guard minute > last else {
+                    last = min(last, minute)  // the clock was set back: go on from its minute
+                    continue
+                }
+                // Minutes passed while the loop did not run (a busy machine; a stop in a debugger)
+                // are run late, up to five; after a longer gap (a suspended machine) only the last
+                // five, as Vixie cron catches up on short jumps of the clock only.
+                let missed = max(last + 1, minute - 4)
                 last = minute
-                await self?.runSchedules(at: minute * 60)
+                for due in missed...minute { await self?.runSchedules(at: due * 60) }
             }
         }
     }
@@ -123,4 +135,25 @@ public struct DryRunResult: Sendable, Hashable, CustomStringConvertible {
     public var actions: [String]
 
     public var description: String { "\(bot) / \(rule):\n" + actions.map { "  - \($0)" }.joined(separator: "\n") }
+}
+
+extension CronExpression {
+    /// Whether the minute starting at `minute` (UTC) matches on the wall clock of `zone` (UTC when
+    /// nil). A minute the clocks skip (the hour lost to summer time) never matches; of a minute
+    /// they show twice (the hour repeated when they go back) only the first does, as a person
+    /// reading the clock would expect: once a day, not twice that night.
+    func isDue(minute: Int64, in zone: TimeZone?) -> Bool {
+        guard let zone else { return matches(epochSeconds: minute) }
+        func offset(_ epoch: Int64) -> Int64 {
+            Int64(zone.secondsFromGMT(for: Date(timeIntervalSince1970: TimeInterval(epoch))))
+        }
+        let now = offset(minute)
+        guard matches(epochSeconds: minute + now) else { return false }
+        // Six hours back is before any change of the last few hours, and after the one before it.
+        let before = offset(minute - 6 * 3600)
+        guard before > now else { return true }
+        // The clocks went back by before - now: the same wall-clock minute came that long ago if
+        // the change had not happened yet then.
+        return offset(minute - (before - now)) != before
+    }
 }

@@ -180,7 +180,8 @@ public final class PerchAPI: Sendable {
             } else if route.authenticated {
                 caller = try await authenticate(http, appOnly: route.appOnly)
             } else {
-                caller = Caller(uid: User.system, isApp: true, session: nil)
+                // Nobody: a route that needs no credentials gets no powers from its caller.
+                caller = Caller(uid: "", isApp: false, session: nil)
             }
             let request = Request(http: http, parameters: parameters, caller: caller, pipelining: pipelining)
             response = try await route.handler(self, request)
@@ -367,11 +368,32 @@ extension PerchAPI {
             },
             route("GET", "v3/ws", name: "ws", ownsConnection: true) { api, request in try await api.webSocket(request)
             },
-            route("POST", "v3/hooks/{name}", name: "hooks", appOnly: true) { api, request in
-                let body = request.http.body.isEmpty ? JSONValue.object([:]) : try JSONBody(request.http.body).asValue
+            // The app's API key fires every rule on the hook; a rule's own secret (a signature or
+            // a token a service such as GitHub or GitLab sends) fires that rule.
+            route("POST", "v3/hooks/{name}", name: "hooks", authenticated: false) { api, request in
+                let http = request.http
+                var byApp = request.caller.isApp  // a WebSocket of the app
+                if !byApp, http.header("apikey") != nil {
+                    _ = try await api.authenticate(http, appOnly: true)
+                    byApp = true
+                }
+                let credential = WebhookCredential(http)
+                guard byApp || credential != nil else {
+                    throw ChatError(.authInvalidAPIKey, ["reason": .string(WebhookCredential.wanted)])
+                }
+                let body = http.body.isEmpty ? JSONValue.object([:]) : try JSONBody(http.body).asValue
                 let name = request.parameter("name")
-                let fired = await api.host?.webhook(name, body: body) ?? 0
-                guard fired > 0 else { throw ChatError.webhookNotFound(name) }
+                let accepting = credential.map { credential in
+                    { @Sendable (secret: String) in credential.accepts(secret: secret, body: http.body) }
+                }
+                let fired = await api.host?.webhook(name, body: body, accepting: byApp ? nil : accepting) ?? 0
+                guard fired > 0 else {
+                    // Without the key, a hook that does not exist is told as one that refused.
+                    guard byApp else {
+                        throw ChatError(.authInvalidAPIKey, ["reason": "no rule of this webhook takes that secret"])
+                    }
+                    throw ChatError.webhookNotFound(name)
+                }
                 return .json(200, APIJSON.data(#"{"rules":\#(fired)}"#))
             },
         ]

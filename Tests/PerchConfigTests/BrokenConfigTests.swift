@@ -310,6 +310,11 @@ let brokenCases: [BrokenCase] = [
         "name: b\nuser: {uid: b1}\nrules:\n  - on: {command: standup, group: general}\n    do: [{reply: hi}]\n",
         "bots/b.yaml:4:28: error: rules[0].on.group: unknown key 'group' (known keys: command, mention, schedule, webhook)"
     ),
+    .bot(
+        "short webhook secret",
+        "name: b\nuser: {uid: b1}\nrules:\n  - on: {webhook: push, group: general, secret: hunter2}\n    do: [{reply: hi}]\n",
+        "bots/b.yaml:4:49: error: rules[0].on.secret: a webhook secret needs at least 16 characters; write ${SOME_VARIABLE} to keep it out of the file"
+    ),
 ]
 
 @Suite struct BrokenConfigTests {

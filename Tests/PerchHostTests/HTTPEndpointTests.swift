@@ -1,9 +1,10 @@
 import Foundation
 import PerchChat
-import PerchHTTP
 import PerchHost
 import PerchTesting
 import Testing
+
+@testable import PerchHTTP
 
 /// The success path and the error codes of each endpoint group, through a real socket.
 @Suite struct HTTPEndpointTests {
@@ -217,6 +218,65 @@ import Testing
                 .compactMap(\.text)
             #expect(texts.first == "deployed 2.0")
             #expect(try await http.call("GET", "/v3/events", as: .nobody).status == 401)
+        }
+    }
+
+    /// A webhook with its own secret takes GitHub's signature or GitLab's token instead of the
+    /// app's API key (a service cannot send an `apikey` header, and should not hold the key), and
+    /// fires only the rules that secret belongs to; without the key an unknown hook is told as a
+    /// refusal, so names cannot be probed.
+    @Test func aWebhookWithASecretTakesASignatureOrATokenInsteadOfTheKey() async throws {
+        let secret = "hook-secret-0123456789"
+        let hookBot = botFile(
+            """
+              - name: signed
+                on: { webhook: push, group: room, secret: "\(secret)" }
+                do: [{ reply: "pushed {webhook.ref}" }]
+              - name: other
+                on: { webhook: push, group: room, secret: "another-secret-0123456789" }
+                do: [{ reply: "other {webhook.ref}" }]
+            """)
+        try await withHTTPChat(bots: ["b.yaml": hookBot]) { http in
+            let body = Data(#"{"ref": "main"}"#.utf8)
+            let mac = WebhookCredential.hmacSHA256(key: secret, Array(body))
+            let hex = mac.map { String(format: "%02x", $0) }.joined()
+            // GitHub's own example (docs: "Validating webhook deliveries"): the digest is right.
+            #expect(
+                WebhookCredential.hmacSHA256(key: "It's a Secret to Everybody", Array("Hello, World!".utf8))
+                    .map { String(format: "%02x", $0) }.joined()
+                    == "757107ea0eb2509fc211221cce984b8a37570b6d7586c22c46f4379c8b043e17")
+            func post(_ headers: [String: String], body: Data = body, path: String = "/v3/hooks/push") async throws
+                -> HTTPChat.Answer
+            {
+                try await http.call("POST", path, as: .nobody, body: body, headers: headers)
+            }
+            let signed = try await post(["X-Hub-Signature-256": "sha256=" + hex])
+            #expect(signed.status == 200)
+            #expect(signed.data["rules"] as? Int == 1)
+            #expect(try await post(["X-Gitlab-Token": secret]).data["rules"] as? Int == 1)
+            #expect(try await post(["Authorization": "Bearer " + secret]).data["rules"] as? Int == 1)
+            // The app's key fires every rule on the hook.
+            #expect(try await http.call("POST", "/v3/hooks/push", body: body).data["rules"] as? Int == 2)
+
+            // Refused: a signature of another body, a wrong token, a signature that is not hex,
+            // nothing at all, and a hook that does not exist (the same answer as a wrong secret).
+            let tampered = try await post(["X-Hub-Signature-256": "sha256=" + hex], body: Data(#"{"ref": "x"}"#.utf8))
+            #expect(tampered.status == 401)
+            #expect(tampered.errorCode == "AUTH_ERR_APIKEY_NOT_FOUND")
+            #expect(try await post(["X-Gitlab-Token": secret + "x"]).status == 401)
+            #expect(try await post(["X-Hub-Signature-256": "sha256=zz"]).status == 401)
+            #expect(try await post(["X-Hub-Signature-256": hex]).status == 401)
+            let bare = try await post([:])
+            #expect(bare.status == 401)
+            #expect(bare.errorCode == "AUTH_ERR_APIKEY_NOT_FOUND")
+            let unknown = try await post(["X-Gitlab-Token": secret], path: "/v3/hooks/nothing")
+            #expect(unknown.status == 401)
+            #expect(unknown.errorCode == "AUTH_ERR_APIKEY_NOT_FOUND")
+
+            try await http.chat.settle()
+            let texts = try await http.chat.messages(in: .group("room"), viewer: "alice").filter { $0.sender == "bot" }
+                .compactMap(\.text)
+            #expect(texts.sorted() == ["other main", "pushed main", "pushed main", "pushed main", "pushed main"])
         }
     }
 

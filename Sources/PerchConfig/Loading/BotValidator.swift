@@ -169,9 +169,14 @@ struct BotValidator {
                     unknown("user", uid, among: knownUsers, where: "not seeded and not a bot"))
             default: break
             }
-        case .webhook(let name, let target):
+        case .webhook(let name, let target, let secret):
             if !User.isValidUID(name) {
                 error(loaded, path + ".on.webhook", "a webhook name is 1–100 of A–Z, a–z, 0–9, _, -")
+            }
+            if let secret, secret.utf8.count < 16 {
+                error(
+                    loaded, path + ".on.secret",
+                    "a webhook secret needs at least 16 characters; write ${SOME_VARIABLE} to keep it out of the file")
             }
             switch target {
             case .group(let guid)? where !isKnownGroup(guid):
@@ -260,7 +265,7 @@ struct BotValidator {
             return "'\(action.name)' acts on a message, and a member_joined event has none "
                 + "(reply, direct_message, kick, ban and plugin act on the member and the group)"
         case (.nothing, .reply):
-            guard case .webhook(_, nil) = trigger else { return nil }
+            guard case .webhook(_, nil, _) = trigger else { return nil }
             return "a webhook rule replies into the conversation given with `group` or `user` beside `webhook`"
         case (.nothing, _):
             return "'\(action.name)' acts on a message or its sender, and a \(trigger.name) rule has "

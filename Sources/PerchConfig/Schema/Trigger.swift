@@ -20,8 +20,10 @@ public enum Trigger: Sendable, Equatable {
     /// `timezone` (an IANA name, `Europe/Berlin`; UTC when nil).
     case schedule(cron: String, target: ScheduleTarget, timezone: String? = nil)
     /// A named inbound HTTP hook, `POST /v3/hooks/{name}`, whose JSON body templates can read;
-    /// replies go to the target conversation when one is given.
-    case webhook(name: String, target: ScheduleTarget?)
+    /// replies go to the target conversation when one is given. With a `secret`, a request
+    /// signed with it (GitHub's `X-Hub-Signature-256`) or carrying it as a token fires the rule
+    /// without the app's API key.
+    case webhook(name: String, target: ScheduleTarget?, secret: String? = nil)
 
     public enum ScheduleTarget: Sendable, Equatable {
         case group(String)
@@ -81,7 +83,7 @@ extension Trigger: Decodable, ConfigPlaceholder {
     public static var placeholder: Trigger { .message }
 
     enum CodingKeys: String, CodingKey {
-        case mention, command, schedule, webhook, group, user, timezone
+        case mention, command, schedule, webhook, group, user, timezone, secret
     }
 
     public init(from decoder: any Decoder) throws {
@@ -128,10 +130,11 @@ extension Trigger: Decodable, ConfigPlaceholder {
             let name = try c.decode(String.self, forKey: .webhook)
             let group = try c.decodeIfPresent(String.self, forKey: .group)
             let user = try c.decodeIfPresent(String.self, forKey: .user)
+            let secret = try c.decodeIfPresent(String.self, forKey: .secret)
             switch (group, user) {
-            case (let guid?, nil): self = .webhook(name: name, target: .group(guid))
-            case (nil, let uid?): self = .webhook(name: name, target: .user(uid))
-            case (nil, nil): self = .webhook(name: name, target: nil)
+            case (let guid?, nil): self = .webhook(name: name, target: .group(guid), secret: secret)
+            case (nil, let uid?): self = .webhook(name: name, target: .user(uid), secret: secret)
+            case (nil, nil): self = .webhook(name: name, target: nil, secret: secret)
             default: throw ConfigValueError("a webhook posts into one conversation: give `group` or `user`, not both")
             }
         default:

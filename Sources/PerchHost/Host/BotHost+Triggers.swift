@@ -20,13 +20,20 @@ extension BotHost {
         }
     }
 
-    /// Delivers a webhook's JSON body to the rules listening on `name`. Returns how many rules fired.
+    /// Delivers a webhook's JSON body to the rules listening on `name`: every one (a caller with
+    /// the app's API key), or, with `accepting`, those with a `secret` it accepts (a request
+    /// signed with it or carrying it). Returns how many rules fired.
     @discardableResult
-    public func webhook(_ name: String, body: JSONValue) async -> Int {
+    public func webhook(
+        _ name: String, body: JSONValue, accepting: (@Sendable (_ secret: String) -> Bool)? = nil
+    ) async -> Int {
         var fired = 0
         for runtime in currentRuntimes.values {
             for rule in runtime.bot.rules {
-                guard case .webhook(let hook, let target) = rule.trigger, hook == name else { continue }
+                guard case .webhook(let hook, let target, let secret) = rule.trigger, hook == name else { continue }
+                if let accepting {
+                    guard let secret, accepting(secret) else { continue }
+                }
                 fired += 1
                 let key = "webhook:\(rule.name):\(UUID().uuidString)"
                 await fire(runtime, rule: rule, target: target, webhook: body, key: key)

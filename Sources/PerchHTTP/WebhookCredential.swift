@@ -1,0 +1,72 @@
+import CCrypto
+
+/// What a request to `POST /v3/hooks/{name}` presents instead of the app's API key: the body's
+/// HMAC-SHA256 under the rule's secret (`X-Hub-Signature-256: sha256=HEX`, GitHub's and Gitea's
+/// signature), or the secret itself (`X-Gitlab-Token`, or `Authorization: Bearer`). Each is
+/// compared in time independent of where it differs.
+enum WebhookCredential: Sendable {
+    case signature([UInt8])
+    case token(String)
+
+    static let wanted =
+        "this endpoint needs the apikey, or the webhook's secret: X-Hub-Signature-256 (the body's HMAC-SHA256), "
+        + "X-Gitlab-Token or Authorization: Bearer"
+
+    init?(_ http: HTTPRequest) {
+        if let signature = http.header("x-hub-signature-256") {
+            // A signature that is not one stays a credential that matches nothing.
+            self = .signature(Self.bytes(hex: signature.hasPrefix("sha256=") ? signature.dropFirst(7) : "") ?? [])
+        } else if let token = http.header("x-gitlab-token") {
+            self = .token(token)
+        } else if let authorization = http.header("authorization"), authorization.hasPrefix("Bearer ") {
+            self = .token(String(authorization.dropFirst("Bearer ".count)))
+        } else {
+            return nil
+        }
+    }
+
+    func accepts(secret: String, body: [UInt8]) -> Bool {
+        switch self {
+        case .signature(let presented):
+            let expected = Self.hmacSHA256(key: secret, body)
+            return presented.count == expected.count && CRYPTO_memcmp(presented, expected, expected.count) == 0
+        case .token(let token):
+            return Secrets.matches(token, digest: Secrets.digest(secret))
+        }
+    }
+
+    static func hmacSHA256(key: String, _ data: [UInt8]) -> [UInt8] {
+        var output = [UInt8](repeating: 0, count: Int(EVP_MAX_MD_SIZE))
+        var length: UInt32 = 0
+        var key = key
+        key.withUTF8 { key in
+            data.withUnsafeBufferPointer { data in
+                _ = HMAC(
+                    EVP_sha256(), key.baseAddress, Int32(key.count), data.baseAddress, data.count, &output, &length)
+            }
+        }
+        return Array(output.prefix(Int(length)))
+    }
+
+    static func bytes(hex: Substring) -> [UInt8]? {
+        guard hex.utf8.count % 2 == 0 else { return nil }
+        var bytes: [UInt8] = []
+        var high: UInt8?
+        for character in hex.utf8 {
+            let value: UInt8
+            switch character {
+            case UInt8(ascii: "0")...UInt8(ascii: "9"): value = character - UInt8(ascii: "0")
+            case UInt8(ascii: "a")...UInt8(ascii: "f"): value = character - UInt8(ascii: "a") + 10
+            case UInt8(ascii: "A")...UInt8(ascii: "F"): value = character - UInt8(ascii: "A") + 10
+            default: return nil
+            }
+            if let first = high {
+                bytes.append(first << 4 | value)
+                high = nil
+            } else {
+                high = value
+            }
+        }
+        return bytes
+    }
+}

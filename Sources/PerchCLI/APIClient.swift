@@ -176,7 +176,11 @@ struct APIClient {
         var parts = ["#\(message["id"] ?? "?")", "\(message["sender"] ?? "?"):"]
         if let parent = message["parentMessageId"] as? Int, parent != 0 { parts.append("[thread #\(parent)]") }
         if let quoted = message["quotedMessageId"] as? Int, quoted != 0 { parts.append("[quoting #\(quoted)]") }
-        parts.append(message["text"] as? String ?? "(\(message["type"] ?? "message"))")
+        if let deleted = message["deletedAt"] as? Int, deleted != 0 {
+            parts.append("(deleted by \(message["deletedBy"] ?? "?"))")
+        } else {
+            parts.append(message["text"] as? String ?? "(\(message["type"] ?? "message"))")
+        }
         if let pinned = message["pinnedAt"] as? Int, pinned != 0 { parts.append("📌 by \(message["pinnedBy"] ?? "?")") }
         return parts.joined(separator: " ")
     }

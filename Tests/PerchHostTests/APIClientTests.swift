@@ -27,13 +27,16 @@ import Testing
                 .call("POST", "/v3/messages/\(id)/pin")
             let pins = try await client.call("GET", "/v3/groups/room/messages?pinned=true") as? [[String: Any]]
             #expect(pins?.map(APIClient.describe) == ["#\(id) carol: hi 📌 by bob"])
+            _ = try await client.call("DELETE", "/v3/messages/\(id)")
             let deadline = ContinuousClock.now + .seconds(5)
-            while lines.withLock({ $0.count }) < 2, ContinuousClock.now < deadline {
+            while lines.withLock({ $0.count }) < 3, ContinuousClock.now < deadline {
                 try await Task.sleep(for: .milliseconds(20))
             }
+            // A deletion names who deleted (it said "(text)": a deleted message has no text).
             #expect(
-                lines.withLock { $0 }.prefix(2) == [
+                lines.withLock { $0 }.prefix(3) == [
                     "onTextMessageReceived #\(id) carol: hi", "onMessagePinned #\(id) carol: hi 📌 by bob",
+                    "onMessageDeleted #\(id) carol: (deleted by carol)",
                 ])
             await #expect(throws: APIClient.Failure.self) { _ = try await client.call("GET", "/v3/messages/99999") }
             http.server.stop()

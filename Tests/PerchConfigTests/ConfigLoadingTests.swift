@@ -259,6 +259,54 @@ import Testing
         }
     }
 
+    /// A rule that can never fire loads, with a warning at the condition that rules it out; one
+    /// whose trigger the bot's `hears` keeps out of groups says so.
+    @Test func aRuleThatCanNeverFireIsAWarning() throws {
+        let config = ConfigFixture.baseConfig + "\n    - { guid: other, name: Other, owner: alice }\n"
+        let bot = """
+            name: b
+            user: { uid: botb, name: Bot B }
+            groups: [general]
+            hears: mentions
+            rules:
+              - on: message
+                when: { groups: [general, other] }
+                do: [{ reply: a }]
+              - on: message
+                when: { one_on_one: true, sender_scope: admin }
+                do: [{ reply: b }]
+              - on: { command: x }
+                do: [{ reply: c }]
+              - on: thread_reply
+                when: { threaded: false }
+                do: [{ reply: d }]
+              - on: message
+                when: { one_on_one: true, groups: [general] }
+                do: [{ reply: e }]
+              - on: message
+                when: { one_on_one: true, threaded: true }
+                do: [{ reply: fine }]
+            """
+        let fixture = try ConfigFixture(config: config, bots: ["b.yaml": bot])
+        defer { fixture.cleanup() }
+        let loaded = fixture.load()
+        #expect(loaded.isValid)
+        #expect(
+            loaded.findings.map(\.description) == [
+                "bots/b.yaml:7:31: warning: rules[0].when.groups[1]: the bot is not in group 'other' (its groups: "
+                    + "general), so this rule never hears it; add it to `groups`",
+                "bots/b.yaml:10:25: warning: rules[1].when.one_on_one: a sender's scope is their scope in a group, and "
+                    + "one_on_one: true leaves no group: this rule never fires",
+                "bots/b.yaml:12:9: warning: rules[2].on: with hears: mentions, a command in a group reaches this bot "
+                    + "only when it also mentions the bot (one-on-one, always); `hears: commands` or `all` lets every "
+                    + "command in",
+                "bots/b.yaml:15:23: warning: rules[3].when.threaded: a thread_reply is threaded: with threaded: false "
+                    + "it never fires",
+                "bots/b.yaml:18:25: warning: rules[4].when.one_on_one: one_on_one: true and `groups` exclude each "
+                    + "other: this rule never fires",
+            ])
+    }
+
     @Test func anExecPluginWhoseProgramCannotStartIsAWarning() throws {
         let bot =
             ConfigFixture.baseBot + """

@@ -202,6 +202,7 @@ struct BotValidator {
                 loaded, item(loaded, path + ".when.from", position),
                 unknown("user", uid, among: knownUsers, where: "not seeded and not a bot"))
         }
+        neverFires(loaded, rule, at: path)
         var captures: Set<String> = []
         if let pattern = conditions.textMatches {
             do {
@@ -274,6 +275,51 @@ struct BotValidator {
     }
 
     /// `list[index]` when the list was written as a list, else `list` (a single value).
+    /// Warnings for a rule that can never fire, or fires far less than it reads: the file is
+    /// valid, but what it asks for cannot happen (a condition on a group the bot is not in, two
+    /// conditions that exclude each other, a trigger its `hears` keeps away in groups).
+    mutating func neverFires(_ loaded: LoadedBot, _ rule: Rule, at path: String) {
+        let bot = loaded.bot
+        let conditions = rule.conditions
+        if rule.trigger.subject != .nothing {
+            let joined = bot.groups.map(\.guid)
+            for (position, guid) in (conditions.groups ?? []).enumerated()
+            where isKnownGroup(guid) && !joined.contains(guid) {
+                let groups = joined.isEmpty ? "it is in none" : "its groups: " + joined.joined(separator: ", ")
+                warning(
+                    loaded, item(loaded, path + ".when.groups", position),
+                    "the bot is not in group '\(guid)' (\(groups)), so this rule never hears it; add it to `groups`")
+            }
+            if conditions.oneOnOne == true, conditions.groups != nil {
+                warning(
+                    loaded, path + ".when.one_on_one",
+                    "one_on_one: true and `groups` exclude each other: this rule never fires")
+            }
+            if conditions.oneOnOne == true, conditions.senderScope != nil {
+                warning(
+                    loaded, path + ".when.one_on_one",
+                    "a sender's scope is their scope in a group, and one_on_one: true leaves no group: "
+                        + "this rule never fires")
+            }
+        }
+        if case .threadReply = rule.trigger, conditions.threaded == false {
+            warning(loaded, path + ".when.threaded", "a thread_reply is threaded: with threaded: false it never fires")
+        }
+        switch (bot.hears, rule.trigger) {
+        case (.mentions, .command):
+            warning(
+                loaded, path + ".on",
+                "with hears: mentions, a command in a group reaches this bot only when it also mentions the bot "
+                    + "(one-on-one, always); `hears: commands` or `all` lets every command in")
+        case (.commands, .mention):
+            warning(
+                loaded, path + ".on",
+                "with hears: commands, a mention in a group reaches this bot only when the message is a command "
+                    + "(one-on-one, always); `hears: mentions` or `all` lets every mention in")
+        default: break
+        }
+    }
+
     func item(_ loaded: LoadedBot, _ list: String, _ index: Int) -> String {
         loaded.locations.contains("\(list)[\(index)]") ? "\(list)[\(index)]" : list
     }

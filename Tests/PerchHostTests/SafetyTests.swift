@@ -97,6 +97,27 @@ import Testing
         }
     }
 
+    /// A raid outruns the rate limits, the moderator does not: every listed message is deleted
+    /// while the warnings it would send are held to the limit.
+    @Test func moderationIsNotHeldBackByTheRateLimits() async throws {
+        let rules = """
+              - on: message
+                when: { contains_words: [spamword] }
+                do: [delete, { reply: "removed" }]
+            """
+        let bot = botFile(rules, extra: "rate_limit: { per_minute: 600, burst: 3, per_conversation_per_minute: 3 }")
+        try await withTestHost(config: hostConfig, bots: ["b.yaml": bot]) { chat in
+            var posted: [Int64] = []
+            for index in 0..<12 {
+                posted.append(try await chat.post("spamword \(index)", as: "carol", to: .group("room")).id)
+            }
+            try await chat.settle()
+            for id in posted { #expect(try await chat.service.message(id, as: "alice").deletedBy == "bot") }
+            #expect(try await chat.botMessages(in: .group("room")).count == 3)
+            #expect(chat.host.metrics.value("perch_rate_limited_actions_total", ["bot": "b"]) == 9)
+        }
+    }
+
     /// A plugin that throws at every event is ten warning lines a minute, whatever its messages say.
     @Test func aPluginFailingAtEveryEventIsABurstOfLinesAMinute() async throws {
         let (bot, registry) = pluginBot(FailingPlugin.self, on: "fail")

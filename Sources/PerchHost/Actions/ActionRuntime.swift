@@ -78,10 +78,14 @@ final class ActionRuntime: Sendable {
         outbound?(botName, sent)
     }
 
-    func act<T: Sendable>(context: BotContext, _ body: @Sendable (ChatService) async throws -> T)
-        async throws(ChatError) -> T
-    {
-        try admit(conversation: context.message?.conversationId)
+    /// Runs an action other than a send, after the rate limits admit it (`limited`). Moderation
+    /// (delete, kick, ban) is not limited: each acts once on what a person did, so it cannot loop,
+    /// and a raid of spam is when a moderator must keep up (at 30 a minute in a room, the
+    /// default, most of a raid stayed).
+    func act<T: Sendable>(
+        context: BotContext, limited: Bool = true, _ body: @Sendable (ChatService) async throws -> T
+    ) async throws(ChatError) -> T {
+        if limited { try admit(conversation: context.message?.conversationId) }
         do {
             let result = try await body(service)
             metrics.increment("perch_actions_total", ["bot": botName, "action": "other"])

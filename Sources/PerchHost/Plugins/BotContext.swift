@@ -211,7 +211,8 @@ public final class BotContext: Sendable {
     public func delete() async throws(ChatError) {
         guard let message else { throw .badRequest("message", "this event has no message") }
         do {
-            _ = try await runtime.act(context: self) { service in try await service.delete(message.id, as: self.bot.uid)
+            _ = try await runtime.act(context: self, limited: false) { service in
+                try await service.delete(message.id, as: self.bot.uid)
             }
         } catch {
             guard error.code == .messageIdNotFound else { throw error }
@@ -222,7 +223,7 @@ public final class BotContext: Sendable {
     public func kick() async throws(ChatError) {
         let (uid, guid) = try memberAtStake()
         do {
-            try await runtime.act(context: self) { service in
+            try await runtime.act(context: self, limited: false) { service in
                 try await service.kick(uid, from: guid, by: self.bot.uid)
             }
         } catch {
@@ -233,7 +234,9 @@ public final class BotContext: Sendable {
     /// Bans the sender (on `member_joined`, the member) from the group.
     public func ban() async throws(ChatError) {
         let (uid, guid) = try memberAtStake()
-        try await runtime.act(context: self) { service in try await service.ban(uid, from: guid, by: self.bot.uid) }
+        try await runtime.act(context: self, limited: false) { service in
+            try await service.ban(uid, from: guid, by: self.bot.uid)
+        }
     }
 
     /// Whom a kick or a ban removes, from which group: a group message's sender, or the member of a

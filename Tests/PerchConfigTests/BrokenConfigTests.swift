@@ -315,6 +315,11 @@ let brokenCases: [BrokenCase] = [
         "name: b\nuser: {uid: b1}\nrules:\n  - on: {webhook: push, group: general, secret: hunter2}\n    do: [{reply: hi}]\n",
         "bots/b.yaml:4:49: error: rules[0].on.secret: a webhook secret needs at least 16 characters; write ${SOME_VARIABLE} to keep it out of the file"
     ),
+    .bot(
+        "two rules of one name",
+        "name: b\nuser: {uid: b1}\nrules:\n  - name: daily\n    on: message\n    do: [{reply: a}]\n  - name: daily\n    on: message\n    do: [{reply: b}]\n",
+        "bots/b.yaml:7:11: error: rules[1].name: another rule of this bot is named 'daily' (bots/b.yaml:4:11)"
+    ),
 ]
 
 @Suite struct BrokenConfigTests {

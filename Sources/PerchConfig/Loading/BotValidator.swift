@@ -97,7 +97,21 @@ struct BotValidator {
             }
             validateRateLimit(loaded)
             validatePlugins(loaded)
-            for index in bot.rules.indices { validateRule(loaded, index) }
+            var ruleNames: [String: String] = [:]
+            for (index, rule) in bot.rules.enumerated() {
+                validateRule(loaded, index)
+                // A rule's name keys its schedule's and webhook's sends (two rules of one name
+                // firing in one minute were one message) and names it in the log and metrics.
+                let name = rule.name ?? "rules[\(index)]"
+                let path = rule.name == nil ? "rules[\(index)]" : "rules[\(index)].name"
+                if let first = ruleNames[name] {
+                    error(
+                        loaded, path,
+                        "another rule of this bot is named '\(name)' (\(loaded.locations.location(of: first)))")
+                } else {
+                    ruleNames[name] = path
+                }
+            }
         }
         return findings
     }

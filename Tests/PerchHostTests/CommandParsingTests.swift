@@ -11,6 +11,10 @@ import Testing
         ("!ping \t x\n", "!", "ping", "x"),
         ("bot: ask  what now? ", "bot: ", "ask", "what now?"),
         ("!say 👍🏽 ", "!", "say", "👍🏽"),
+        // The name in lower case, the arguments as written; whitespace before the prefix skipped.
+        ("!Follow 42", "!", "follow", "42"),
+        ("!DEPLOY Main", "!", "deploy", "Main"),
+        ("  !ping x", "!", "ping", "x"),
     ])
     func aCommandsNameAndArguments(text: String, prefix: String, name: String, args: String) {
         let command = BotRuntime.command(in: text, prefix: prefix)

@@ -83,7 +83,13 @@ import Testing
             try await chat.post("!pingpong", as: "carol", to: .group("room"))
             try await chat.post("ping 1", as: "carol", to: .group("room"))
             try await chat.post("!ping", as: "carol", to: .group("room"))
-            #expect(try await chat.botMessages(in: .group("room")).compactMap(\.text) == ["pong 42", "pong "])
+            // A capital a phone's keyboard put in, and a space before the prefix, are the same command.
+            try await chat.post("!Ping Seven", as: "carol", to: .group("room"))
+            try await chat.post(" !ping 8", as: "carol", to: .group("room"))
+            #expect(
+                try await chat.botMessages(in: .group("room")).compactMap(\.text) == [
+                    "pong 42", "pong ", "pong Seven", "pong 8",
+                ])
         }
     }
 

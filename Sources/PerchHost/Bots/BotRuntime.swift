@@ -74,7 +74,8 @@ final class BotRuntime: Sendable {
         else { return true }
         switch bot.configuration.hears {
         case .all: return true
-        case .commands: return (message.text ?? "").hasPrefix(bot.configuration.commandPrefix)
+        case .commands:
+            return (message.text ?? "").drop(while: \.isWhitespace).hasPrefix(bot.configuration.commandPrefix)
         case .mentions: return message.mentionedUids.contains(identity.uid)
         }
     }
@@ -115,15 +116,18 @@ final class BotRuntime: Sendable {
         }
     }
 
+    /// The command `text` gives, its name in lower case: `!Follow` (a phone's keyboard capitalizes
+    /// the first letter) is `!follow`, and whitespace before the prefix is not the text's start.
     static func command(in text: String, prefix: String) -> (name: String, args: String)? {
-        guard text.hasPrefix(prefix) else { return nil }
-        let body = text.dropFirst(prefix.count)
+        let start = text.drop { $0.isWhitespace }
+        guard start.hasPrefix(prefix) else { return nil }
+        let body = start.dropFirst(prefix.count)
         let name = body.prefix { !$0.isWhitespace }
         guard !name.isEmpty else { return nil }
         // The arguments without surrounding whitespace, sliced in place (no reversed copies).
         let rest = body[name.endIndex...].drop { $0.isWhitespace }
         let end = rest.lastIndex { !$0.isWhitespace }.map { rest.index(after: $0) } ?? rest.startIndex
-        return (String(name), String(rest[..<end]))
+        return (name.lowercased(), String(rest[..<end]))
     }
 
     /// The rules that fire for `facts`, in file order.
@@ -148,7 +152,8 @@ final class BotRuntime: Sendable {
             let wanted = uids.isEmpty ? [identity.uid] : uids
             guard !Set(wanted).isDisjoint(with: message.mentionedUids) else { return nil }
         case .command(let name):
-            guard event.name == .textMessageReceived, let command = facts.command, command.name == name else {
+            guard event.name == .textMessageReceived, let command = facts.command, command.name == name.lowercased()
+            else {
                 return nil
             }
             captures["args"] = command.args

@@ -44,8 +44,8 @@ public struct ThreadFollowPlugin: BotPlugin {
         }
         let subscribe: Bool
         switch command.name {
-        case configuration.follow: subscribe = true
-        case configuration.unfollow: subscribe = false
+        case configuration.follow.lowercased(): subscribe = true
+        case configuration.unfollow.lowercased(): subscribe = false
         default: return
         }
         let target = try await Self.target(of: message, arguments: command.args, context: context)

@@ -127,7 +127,9 @@ final class BotRuntime: Sendable {
         // The arguments without surrounding whitespace, sliced in place (no reversed copies).
         let rest = body[name.endIndex...].drop { $0.isWhitespace }
         let end = rest.lastIndex { !$0.isWhitespace }.map { rest.index(after: $0) } ?? rest.startIndex
-        return (name.lowercased(), String(rest[..<end]))
+        // Lowered only when it has to be (a copy and Unicode's tables, at every message).
+        let lower = name.utf8.allSatisfy { $0 < 0x80 && !(UInt8(ascii: "A")...UInt8(ascii: "Z")).contains($0) }
+        return (lower ? String(name) : name.lowercased(), String(rest[..<end]))
     }
 
     /// The rules that fire for `facts`, in file order.

@@ -42,8 +42,8 @@ public enum RunCommand {
         if !isDryRun, let config = loaded.config {
             // One host per data directory: two would handle every event twice.
             let directory = loaded.resolve(config.server.dataDirectory)
-            guard DataDirectoryLock.acquire(directory) else {
-                logger.error("another perch run holds \(directory)/perch.lock; one host per data directory")
+            if let refusal = DataDirectoryLock.acquire(directory) {
+                logger.error(refusal)
                 return 1
             }
         }
@@ -201,11 +201,21 @@ public enum RunCommand {
 
 /// An exclusive lock on `<data directory>/perch.lock`, held until the process exits.
 enum DataDirectoryLock {
-    static func acquire(_ directory: String) -> Bool {
-        try? PrivateFile.makeDirectory(directory)
-        let fd = open(directory + "/perch.lock", O_CREAT | O_RDWR | O_CLOEXEC, 0o600)
-        guard fd >= 0 else { return false }
+    /// Takes the data directory's lock for the life of the process. nil when taken; else why not:
+    /// another host holds it, or the directory cannot be made or written (which was told as
+    /// another host holding it).
+    static func acquire(_ directory: String) -> String? {
+        do {
+            try PrivateFile.makeDirectory(directory)
+        } catch {
+            return "cannot use the data directory: \(error)"
+        }
+        let path = directory + "/perch.lock"
+        let fd = open(path, O_CREAT | O_RDWR | O_CLOEXEC, 0o600)
+        guard fd >= 0 else { return "cannot use the data directory: open \(path): \(String(cString: strerror(errno)))" }
         // The descriptor stays open (and the lock held) for the life of the process.
-        return flock(fd, LOCK_EX | LOCK_NB) == 0
+        if flock(fd, LOCK_EX | LOCK_NB) == 0 { return nil }
+        if errno == EWOULDBLOCK { return "another perch run holds \(path); one host per data directory" }
+        return "cannot lock \(path): \(String(cString: strerror(errno)))"
     }
 }

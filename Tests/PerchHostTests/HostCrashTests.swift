@@ -113,6 +113,21 @@ import Testing
         #expect(first.terminationStatus == 0)
     }
 
+    /// A data directory that cannot be made says why (it was told as another host holding it).
+    @Test func aDataDirectoryThatCannotBeMadeSaysWhy() async throws {
+        // Under a regular file: mkdir fails with ENOTDIR, for root too.
+        let directory = try hostDirectory(
+            "nodata", server: "  dataDirectory: config.yaml/data\n  listen: 127.0.0.1:0\n")
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let refused = try await run(
+            Self.buildDirectory + "/perch", ["run", "--config", directory + "/config.yaml"], together: false)
+        #expect(refused.status == 1)
+        #expect(
+            refused.errors.contains(
+                "cannot use the data directory: mkdir \(directory)/config.yaml: Not a directory"))
+        #expect(!refused.errors.contains("another perch run"))
+    }
+
     /// kill -9 during a stream of messages, restart: no bot reply lost, none duplicated.
     @Test func killNineDuringAStreamLosesAndDuplicatesNoReply() async throws {
         let bot = botFile(

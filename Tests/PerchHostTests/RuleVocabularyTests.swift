@@ -76,6 +76,8 @@ import Testing
         let rules = """
               - on: { command: ping }
                 do: [{ reply: "pong {args}" }]
+              - on: { command: Echo }
+                do: [{ reply: "echo {args}" }]
             """
         try await withTestHost(config: hostConfig, bots: ["b.yaml": botFile(rules, extra: "command_prefix: \"!\"")]) {
             chat in
@@ -86,9 +88,11 @@ import Testing
             // A capital a phone's keyboard put in, and a space before the prefix, are the same command.
             try await chat.post("!Ping Seven", as: "carol", to: .group("room"))
             try await chat.post(" !ping 8", as: "carol", to: .group("room"))
+            // A name written with capitals in the bot file matches as well.
+            try await chat.post("!echo hi", as: "carol", to: .group("room"))
             #expect(
                 try await chat.botMessages(in: .group("room")).compactMap(\.text) == [
-                    "pong 42", "pong ", "pong Seven", "pong 8",
+                    "pong 42", "pong ", "pong Seven", "pong 8", "echo hi",
                 ])
         }
     }

@@ -51,7 +51,7 @@ struct BotValidator {
             Finding(location: bot.locations.location(of: path), severity: .warning, path: path, message: message))
     }
 
-    /// The time zones the system knows (its tz database), for suggestions.
+    /// The time zones Foundation knows (the tz data built into it), for suggestions.
     static var timeZones: Set<String> { Set(TimeZone.knownTimeZoneIdentifiers) }
 
     func unknown(_ kind: String, _ name: String, among known: Set<String>, where place: String) -> String {
@@ -288,7 +288,6 @@ struct BotValidator {
         }
     }
 
-    /// `list[index]` when the list was written as a list, else `list` (a single value).
     /// Warnings for a rule that can never fire, or fires far less than it reads: the file is
     /// valid, but what it asks for cannot happen (a condition on a group the bot is not in, two
     /// conditions that exclude each other, a trigger its `hears` keeps away in groups).
@@ -334,6 +333,7 @@ struct BotValidator {
         }
     }
 
+    /// `list[index]` when the list was written as a list, else `list` (a single value).
     func item(_ loaded: LoadedBot, _ list: String, _ index: Int) -> String {
         loaded.locations.contains("\(list)[\(index)]") ? "\(list)[\(index)]" : list
     }

@@ -125,7 +125,8 @@ extension Trigger: Decodable, ConfigPlaceholder {
             guard !name.isEmpty, !name.contains(where: \.isWhitespace) else {
                 throw ConfigValueError("a command name is one word, found '\(name)'")
             }
-            self = .command(name: name)
+            // Commands match in any case: the name is kept as the parser gives it, in lower case.
+            self = .command(name: name.lowercased())
         case "webhook":
             let name = try c.decode(String.self, forKey: .webhook)
             let group = try c.decodeIfPresent(String.self, forKey: .group)

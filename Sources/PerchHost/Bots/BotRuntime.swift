@@ -154,8 +154,7 @@ final class BotRuntime: Sendable {
             let wanted = uids.isEmpty ? [identity.uid] : uids
             guard !Set(wanted).isDisjoint(with: message.mentionedUids) else { return nil }
         case .command(let name):
-            guard event.name == .textMessageReceived, let command = facts.command, command.name == name.lowercased()
-            else {
+            guard event.name == .textMessageReceived, let command = facts.command, command.name == name else {
                 return nil
             }
             captures["args"] = command.args

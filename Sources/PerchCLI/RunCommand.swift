@@ -100,6 +100,13 @@ public enum RunCommand {
                     },
                     handler: { request in await api.respond(to: request) })
                 logger.info("http listening", ["address": "\(address.host):\(server!.port)"])
+                if let web = webSettings(config, loaded).directory,
+                    FileManager.default.fileExists(atPath: web + "/index.html")
+                {
+                    // Where a newcomer goes next, said where they look: the host's own output.
+                    let host = address.host.contains(":") ? "[\(address.host)]" : address.host
+                    logger.info("web chat at http://\(host):\(server!.port)/")
+                }
             } catch {
                 logger.error("cannot start the HTTP API: \(error)")
                 await host.stop()

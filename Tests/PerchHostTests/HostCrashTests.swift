@@ -113,6 +113,31 @@ import Testing
         #expect(first.terminationStatus == 0)
     }
 
+    /// The host's own output says where the web chat is, when it serves one.
+    @Test func theHostSaysWhereTheWebChatIs() async throws {
+        let directory = try hostDirectory(
+            "web",
+            server: "  listen: 127.0.0.1:0\n  webDirectory: \(repositoryRoot)/web\n  apiKey: a-key-of-enough-length\n")
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        // Stopped by SIGTERM after two seconds, as a person would with Ctrl-C.
+        let ran = try await run(
+            "/usr/bin/timeout",
+            ["--preserve-status", "2", Self.buildDirectory + "/perch", "run", "--config", directory + "/config.yaml"],
+            together: false)
+        #expect(ran.status == 0, "\(ran.errors)")
+        let line = ran.errors.split(separator: "\n").first { $0.contains("web chat at") }
+        #expect(line?.contains("web chat at http://127.0.0.1:") == true, "\(ran.errors)")
+        // Without one (an empty webDirectory), nothing is said of it.
+        let bare = try hostDirectory("noweb", server: "  listen: 127.0.0.1:0\n  webDirectory: \"\"\n")
+        defer { try? FileManager.default.removeItem(atPath: bare) }
+        let plain = try await run(
+            "/usr/bin/timeout",
+            ["--preserve-status", "2", Self.buildDirectory + "/perch", "run", "--config", bare + "/config.yaml"],
+            together: false)
+        #expect(plain.status == 0, "\(plain.errors)")
+        #expect(!plain.errors.contains("web chat"))
+    }
+
     /// A data directory that cannot be made says why (it was told as another host holding it).
     @Test func aDataDirectoryThatCannotBeMadeSaysWhy() async throws {
         // Under a regular file: mkdir fails with ENOTDIR, for root too.

@@ -307,6 +307,40 @@ import Testing
             ])
     }
 
+    /// Deleting, kicking, banning and pinning in a group need a moderator's scope: a bot joined
+    /// as a participant has each refused at every message.
+    @Test func anActionTheBotsScopeDoesNotAllowIsAWarning() throws {
+        let config = ConfigFixture.baseConfig + "\n    - { guid: other, name: Other, owner: alice }\n"
+        let bot = """
+            name: b
+            user: { uid: botb, name: Bot B }
+            system: true
+            groups: [general, { guid: other, scope: moderator }]
+            rules:
+              - on: message
+                do: [delete, { reply: gone }, pin, { pin: { as: app_system } }]
+              - on: message
+                when: { groups: [other] }
+                do: [kick]
+              - on: message
+                when: { one_on_one: true }
+                do: [pin]
+            """
+        let fixture = try ConfigFixture(config: config, bots: ["b.yaml": bot])
+        defer { fixture.cleanup() }
+        let loaded = fixture.load()
+        #expect(loaded.isValid)
+        #expect(
+            loaded.findings.map(\.description) == [
+                "bots/b.yaml:7:10: warning: rules[0].do[0]: 'delete' needs the bot to be a moderator, admin or owner "
+                    + "of the group, and it is a participant of general: write `- { guid: general, scope: moderator }` "
+                    + "under `groups`",
+                "bots/b.yaml:7:35: warning: rules[0].do[2]: 'pin' needs the bot to be a moderator, admin or owner of "
+                    + "the group, and it is a participant of general: write `- { guid: general, scope: moderator }` "
+                    + "under `groups`, or pin `as: app_system` (with `system: true`)",
+            ])
+    }
+
     @Test func anExecPluginWhoseProgramCannotStartIsAWarning() throws {
         let bot =
             ConfigFixture.baseBot + """

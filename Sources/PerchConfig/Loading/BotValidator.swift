@@ -318,6 +318,26 @@ struct BotValidator {
         if case .threadReply = rule.trigger, conditions.threaded == false {
             warning(loaded, path + ".when.threaded", "a thread_reply is threaded: with threaded: false it never fires")
         }
+        // Moderation and pins in a group need the bot's scope there: as a participant each one is
+        // refused (ERR_PERMISSION_DENIED) at every message, a warning in the log and nothing done.
+        if rule.trigger.subject != .nothing, conditions.oneOnOne != true {
+            let participant = bot.groups.filter { group in
+                group.scope == .participant && (conditions.groups?.contains(group.guid) ?? true)
+            }.map(\.guid)
+            for (index, action) in rule.actions.enumerated() where !participant.isEmpty {
+                let name: String
+                switch action {
+                case .delete, .kick, .ban, .unpin: name = action.name
+                case .pin(let asSystem) where !asSystem: name = action.name
+                default: continue
+                }
+                warning(
+                    loaded, path + ".do[\(index)]",
+                    "'\(name)' needs the bot to be a moderator, admin or owner of the group, and it is a participant "
+                        + "of \(participant.joined(separator: ", ")): write `- { guid: \(participant[0]), scope: moderator }` "
+                        + "under `groups`" + (name == "pin" ? ", or pin `as: app_system` (with `system: true`)" : ""))
+            }
+        }
         switch (bot.hears, rule.trigger) {
         case (.mentions, .command):
             warning(

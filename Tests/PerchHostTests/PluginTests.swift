@@ -189,6 +189,36 @@ import Testing
         }
     }
 
+    /// An answer is read whole before its actions run: one malformed action runs none of them and
+    /// the log names it (the first ran, the rest were dropped, and the log did not say which); an
+    /// action the service refuses does not keep the next from running, as in a rule.
+    @Test func aPluginsAnswerRunsWholeOrNotAtAll() async throws {
+        let script = Self.fixtures + "/misbehaving_plugin.py"
+        let bot = botFile(
+            """
+              - on: { command: do }
+                do: [{ plugin: bad }]
+            """, extra: "plugins:\n  - name: bad\n    exec: [python3, \"\(script)\"]")
+        try await withTestHost(config: hostConfig, bots: ["b.yaml": bot]) { chat in
+            try await chat.post("!do malformed", as: "carol", to: .group("room"))
+            try await chat.settle(timeout: .seconds(30))
+            #expect(try await chat.botMessages(in: .group("room")).isEmpty)
+            let malformed = await chat.log.filter { $0.contains("plugin bad failed") }
+            #expect(
+                malformed.last?.contains(
+                    "actions[1]: unknown action 'explode'; none of the answer's actions ran") == true, "\(malformed)")
+
+            try await chat.post("!do refused", as: "carol", to: .group("room"))
+            _ = try await chat.waitFor(timeout: .seconds(10), "the action after the refused one") {
+                try await chat.botMessages(in: .group("room")).first { $0.text == "after the refused one" }
+            }
+            try await chat.settle()
+            let refused = await chat.log.filter { $0.contains("plugin bad failed") }
+            #expect(refused.last?.contains("actions[0] (subscribe): ") == true, "\(refused)")
+            #expect(chat.host.metrics.value("perch_handler_errors_total", ["bot": "b"]) == 2)
+        }
+    }
+
     @Test func aCrashingAHangingAndAGarbagePluginDoNotStopOtherBots() async throws {
         let script = Self.fixtures + "/misbehaving_plugin.py"
         let bad = botFile(

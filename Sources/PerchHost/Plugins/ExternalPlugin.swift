@@ -109,41 +109,102 @@ final class ExternalPlugin: BotPlugin, @unchecked Sendable {
             params["command"] = .object(["name": .string(command.name), "args": .string(command.args)])
         }
         let result = try await request(method, params: .object(params), context: context)
-        guard case .array(let actions)? = result["actions"] else { return }
-        for action in actions { try await apply(action, context) }
+        guard case .array(let answer)? = result["actions"] else { return }
+        // Read whole before any runs: an answer with a malformed action runs none of them (its
+        // first actions ran and the rest were dropped, and the log did not say which one was wrong).
+        var actions: [PluginAction] = []
+        for (index, action) in answer.enumerated() {
+            do {
+                actions.append(try PluginAction(action))
+            } catch {
+                throw PluginFailure(description: "actions[\(index)]: \(error); none of the answer's actions ran")
+            }
+        }
+        // As a rule's actions: one the chat service refuses does not keep the next from running.
+        var refused: [String] = []
+        for (index, action) in actions.enumerated() {
+            do {
+                try await action.run(context)
+            } catch {
+                refused.append("actions[\(index)] (\(action.name)): \(error)")
+            }
+        }
+        if !refused.isEmpty { throw PluginFailure(description: refused.joined(separator: "; ")) }
     }
 
-    private func apply(_ action: JSONValue, _ context: BotContext) async throws {
-        let name: String
-        var argument: JSONValue = .null
-        switch action {
-        case .string(let text): name = text
-        case .object(let object) where object.count == 1:
-            name = object.keys.first!
-            argument = object.values.first!
-        default: throw PluginFailure(description: "an action is a name or a one-key object")
-        }
-        let text = argument.stringValue ?? argument["text"]?.stringValue
-        switch name {
-        case "reply": try await context.reply(try required(text, name))
-        case "reply_in_thread": try await context.replyInThread(try required(text, name))
-        case "quote_reply": try await context.quoteReply(try required(text, name))
-        case "direct_message": try await context.directMessage(try required(text, name))
-        case "pin": try await context.pin(asSystem: argument["as"]?.stringValue == User.system)
-        case "unpin": try await context.unpin()
-        case "save": try await context.save()
-        case "subscribe": try await context.subscribe(argument.stringValue ?? argument["who"]?.stringValue)
-        case "unsubscribe": try await context.unsubscribe(argument.stringValue ?? argument["who"]?.stringValue)
-        case "delete": try await context.delete()
-        case "kick": try await context.kick()
-        case "ban": try await context.ban()
-        default: throw PluginFailure(description: "unknown action '\(name)'")
-        }
-    }
+    /// One action of a plugin's answer, in the bot-file vocabulary.
+    enum PluginAction {
+        case reply(String), replyInThread(String), quoteReply(String), directMessage(String)
+        case pin(asSystem: Bool), unpin, save, delete, kick, ban
+        case subscribe(String?), unsubscribe(String?)
 
-    private func required(_ text: String?, _ action: String) throws -> String {
-        guard let text else { throw PluginFailure(description: "action '\(action)' needs text") }
-        return text
+        init(_ action: JSONValue) throws(PluginFailure) {
+            let name: String
+            var argument: JSONValue = .null
+            switch action {
+            case .string(let text): name = text
+            case .object(let object) where object.count == 1:
+                name = object.keys.first!
+                argument = object.values.first!
+            default: throw PluginFailure(description: "an action is a name or a one-key object")
+            }
+            func text() throws(PluginFailure) -> String {
+                guard let text = argument.stringValue ?? argument["text"]?.stringValue else {
+                    throw PluginFailure(description: "action '\(name)' needs text")
+                }
+                return text
+            }
+            let who = argument.stringValue ?? argument["who"]?.stringValue
+            switch name {
+            case "reply": self = .reply(try text())
+            case "reply_in_thread": self = .replyInThread(try text())
+            case "quote_reply": self = .quoteReply(try text())
+            case "direct_message": self = .directMessage(try text())
+            case "pin": self = .pin(asSystem: argument["as"]?.stringValue == User.system)
+            case "unpin": self = .unpin
+            case "save": self = .save
+            case "subscribe": self = .subscribe(who)
+            case "unsubscribe": self = .unsubscribe(who)
+            case "delete": self = .delete
+            case "kick": self = .kick
+            case "ban": self = .ban
+            default: throw PluginFailure(description: "unknown action '\(name)'")
+            }
+        }
+
+        var name: String {
+            switch self {
+            case .reply: "reply"
+            case .replyInThread: "reply_in_thread"
+            case .quoteReply: "quote_reply"
+            case .directMessage: "direct_message"
+            case .pin: "pin"
+            case .unpin: "unpin"
+            case .save: "save"
+            case .delete: "delete"
+            case .kick: "kick"
+            case .ban: "ban"
+            case .subscribe: "subscribe"
+            case .unsubscribe: "unsubscribe"
+            }
+        }
+
+        func run(_ context: BotContext) async throws {
+            switch self {
+            case .reply(let text): try await context.reply(text)
+            case .replyInThread(let text): try await context.replyInThread(text)
+            case .quoteReply(let text): try await context.quoteReply(text)
+            case .directMessage(let text): try await context.directMessage(text)
+            case .pin(let asSystem): try await context.pin(asSystem: asSystem)
+            case .unpin: try await context.unpin()
+            case .save: try await context.save()
+            case .subscribe(let who): try await context.subscribe(who)
+            case .unsubscribe(let who): try await context.unsubscribe(who)
+            case .delete: try await context.delete()
+            case .kick: try await context.kick()
+            case .ban: try await context.ban()
+            }
+        }
     }
 
     // MARK: JSON-RPC
@@ -346,7 +407,7 @@ final class ExternalPlugin: BotPlugin, @unchecked Sendable {
                     object["context"] = nil
                     argument = object.isEmpty ? .null : .object(object)
                 }
-                try await apply(argument == .null ? .string(action) : .object([action: argument]), context)
+                try await PluginAction(argument == .null ? .string(action) : .object([action: argument])).run(context)
                 result = .object([:])
             default:
                 throw PluginFailure(description: "unknown method \(method)")

@@ -24,7 +24,14 @@ for line in sys.stdin:
             sys.stdout.write(json.dumps(call) + "\n")
             sys.stdout.flush()
             continue
-        result = {"actions": [{"reply": "fine " + how}]}
+        if how == "malformed":
+            # A good action before a malformed one: neither may run.
+            result = {"actions": [{"reply": "before the malformed one"}, {"explode": 1}]}
+        elif how == "refused":
+            # The service refuses the first (no such user); the second still runs.
+            result = {"actions": [{"subscribe": "nobody-at-all"}, {"reply": "after the refused one"}]}
+        else:
+            result = {"actions": [{"reply": "fine " + how}]}
     else:
         result = {}
     sys.stdout.write(json.dumps({"jsonrpc": "2.0", "id": request.get("id"), "result": result}) + "\n")

@@ -248,12 +248,18 @@ enum ClientCommands {
                 }
             case "pins":
                 let messages = try await api.call("GET", try conversationPath(parsed) + "?pinned=true&limit=100")
-                for message in messages as? [[String: Any]] ?? [] { print(APIClient.describe(message)) }
+                let pinned = messages as? [[String: Any]] ?? []
+                // An empty list says so: no output read as a command that did nothing.
+                if pinned.isEmpty { print("no pinned messages") }
+                for message in pinned { print(APIClient.describe(message)) }
             case "threads":
                 let threads = try await api.call("GET", "/v3/threads?limit=\(parsed.options["limit"] ?? "30")")
-                for thread in threads as? [[String: Any]] ?? [] {
+                let rows = threads as? [[String: Any]] ?? []
+                if rows.isEmpty { print("no threads: \(api.onBehalfOf) follows none") }
+                for thread in rows {
                     let parent = thread["parentMessage"] as? [String: Any] ?? [:]
-                    print("\(APIClient.describe(parent))  (\(thread["replyCount"] ?? 0) replies)")
+                    let count = thread["replyCount"] as? Int ?? 0
+                    print("\(APIClient.describe(parent))  (\(count) \(count == 1 ? "reply" : "replies"))")
                 }
             default:
                 print("tailing events for \(api.onBehalfOf); Ctrl-C stops")

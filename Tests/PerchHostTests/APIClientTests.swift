@@ -47,6 +47,26 @@ import Testing
     /// `perch tail` through a restart of the host: the stream ends, the client tries again, and
     /// resumes after the last event it read, so an event sent while the host was down arrives too;
     /// a wrong key is an error at once, not a retry.
+    /// `perch pins` and `perch threads` say when their list is empty (they printed nothing, which
+    /// read as a command that did nothing), and count "1 reply".
+    @Test func theListCommandsSayWhenTheListIsEmpty() async throws {
+        try await withHTTPChat { http in
+            let environment = ["PERCH_API_KEY": apiKey, "PATH": "/usr/bin:/bin"]
+            func perch(_ words: [String]) async throws -> String {
+                let ran = try await run(
+                    HostCrashTests.buildDirectory + "/perch", words + ["--url", http.base], environment: environment,
+                    together: false)
+                #expect(ran.status == 0, "\(ran.errors)")
+                return ran.output
+            }
+            #expect(try await perch(["pins", "--as", "carol", "--group", "room"]) == "no pinned messages\n")
+            #expect(try await perch(["threads", "--as", "carol"]) == "no threads: carol follows none\n")
+            let root = try await http.chat.post("a question", as: "carol", to: .group("room"))
+            try await http.chat.post("an answer", as: "bob", to: .group("room"), thread: root.id)
+            #expect(try await perch(["threads", "--as", "carol"]) == "#\(root.id) carol: a question  (1 reply)\n")
+        }
+    }
+
     /// With no host at the address, the client says so in a line (it printed Foundation's error
     /// dump, "Error Domain=NSURLErrorDomain Code=-1004 ..."), and an address that cannot be one is
     /// named.

@@ -5,7 +5,8 @@ import CCrypto
 /// signature), or the secret itself (`X-Gitlab-Token`, or `Authorization: Bearer`). Each is
 /// compared in time independent of where it differs.
 enum WebhookCredential: Sendable {
-    case signature([UInt8])
+    /// The signature's hex digits, in lower case.
+    case signature(String)
     case token(String)
 
     static let wanted =
@@ -15,7 +16,7 @@ enum WebhookCredential: Sendable {
     init?(_ http: HTTPRequest) {
         if let signature = http.header("x-hub-signature-256") {
             // A signature that is not one stays a credential that matches nothing.
-            self = .signature(Self.bytes(hex: signature.hasPrefix("sha256=") ? signature.dropFirst(7) : "") ?? [])
+            self = .signature(signature.hasPrefix("sha256=") ? signature.dropFirst(7).lowercased() : "")
         } else if let token = http.header("x-gitlab-token") {
             self = .token(token)
         } else if let authorization = http.header("authorization"), authorization.hasPrefix("Bearer ") {
@@ -28,8 +29,10 @@ enum WebhookCredential: Sendable {
     func accepts(secret: String, body: [UInt8]) -> Bool {
         switch self {
         case .signature(let presented):
-            let expected = Self.hmacSHA256(key: secret, body)
-            return presented.count == expected.count && CRYPTO_memcmp(presented, expected, expected.count) == 0
+            // Compared as hex, the form it came in (Secrets.hex writes lower case).
+            let expected = Array(Secrets.hex(Self.hmacSHA256(key: secret, body)).utf8)
+            let given = Array(presented.utf8)
+            return given.count == expected.count && CRYPTO_memcmp(given, expected, expected.count) == 0
         case .token(let token):
             return Secrets.matches(token, digest: Secrets.digest(secret))
         }
@@ -46,27 +49,5 @@ enum WebhookCredential: Sendable {
             }
         }
         return Array(output.prefix(Int(length)))
-    }
-
-    static func bytes(hex: Substring) -> [UInt8]? {
-        guard hex.utf8.count % 2 == 0 else { return nil }
-        var bytes: [UInt8] = []
-        var high: UInt8?
-        for character in hex.utf8 {
-            let value: UInt8
-            switch character {
-            case UInt8(ascii: "0")...UInt8(ascii: "9"): value = character - UInt8(ascii: "0")
-            case UInt8(ascii: "a")...UInt8(ascii: "f"): value = character - UInt8(ascii: "a") + 10
-            case UInt8(ascii: "A")...UInt8(ascii: "F"): value = character - UInt8(ascii: "A") + 10
-            default: return nil
-            }
-            if let first = high {
-                bytes.append(first << 4 | value)
-                high = nil
-            } else {
-                high = value
-            }
-        }
-        return bytes
     }
 }

@@ -259,10 +259,19 @@ import Testing
         }
     }
 
+    /// The findings of `bot` beside the base config with a second group `other`, which it loads with.
+    static func findingsOfAValidBot(_ bot: String) throws -> [String] {
+        let config = ConfigFixture.baseConfig + "\n    - { guid: other, name: Other, owner: alice }\n"
+        let fixture = try ConfigFixture(config: config, bots: ["b.yaml": bot])
+        defer { fixture.cleanup() }
+        let loaded = fixture.load()
+        #expect(loaded.isValid)
+        return loaded.findings.map(\.description)
+    }
+
     /// A rule that can never fire loads, with a warning at the condition that rules it out; one
     /// whose trigger the bot's `hears` keeps out of groups says so.
     @Test func aRuleThatCanNeverFireIsAWarning() throws {
-        let config = ConfigFixture.baseConfig + "\n    - { guid: other, name: Other, owner: alice }\n"
         let bot = """
             name: b
             user: { uid: botb, name: Bot B }
@@ -287,12 +296,8 @@ import Testing
                 when: { one_on_one: true, threaded: true }
                 do: [{ reply: fine }]
             """
-        let fixture = try ConfigFixture(config: config, bots: ["b.yaml": bot])
-        defer { fixture.cleanup() }
-        let loaded = fixture.load()
-        #expect(loaded.isValid)
         #expect(
-            loaded.findings.map(\.description) == [
+            try Self.findingsOfAValidBot(bot) == [
                 "bots/b.yaml:7:31: warning: rules[0].when.groups[1]: the bot is not in group 'other' (its groups: "
                     + "general), so this rule never hears it; add it to `groups`",
                 "bots/b.yaml:10:25: warning: rules[1].when.one_on_one: a sender's scope is their scope in a group, and "
@@ -310,7 +315,6 @@ import Testing
     /// Deleting, kicking, banning and pinning in a group need a moderator's scope: a bot joined
     /// as a participant has each refused at every message.
     @Test func anActionTheBotsScopeDoesNotAllowIsAWarning() throws {
-        let config = ConfigFixture.baseConfig + "\n    - { guid: other, name: Other, owner: alice }\n"
         let bot = """
             name: b
             user: { uid: botb, name: Bot B }
@@ -326,12 +330,8 @@ import Testing
                 when: { one_on_one: true }
                 do: [pin]
             """
-        let fixture = try ConfigFixture(config: config, bots: ["b.yaml": bot])
-        defer { fixture.cleanup() }
-        let loaded = fixture.load()
-        #expect(loaded.isValid)
         #expect(
-            loaded.findings.map(\.description) == [
+            try Self.findingsOfAValidBot(bot) == [
                 "bots/b.yaml:7:10: warning: rules[0].do[0]: 'delete' needs the bot to be a moderator, admin or owner "
                     + "of the group, and it is a participant of general: write `- { guid: general, scope: moderator }` "
                     + "under `groups`",

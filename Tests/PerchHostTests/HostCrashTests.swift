@@ -119,22 +119,25 @@ import Testing
             "web",
             server: "  listen: 127.0.0.1:0\n  webDirectory: \(repositoryRoot)/web\n  apiKey: a-key-of-enough-length\n")
         defer { try? FileManager.default.removeItem(atPath: directory) }
-        // Stopped by SIGTERM after two seconds, as a person would with Ctrl-C.
-        let ran = try await run(
-            "/usr/bin/timeout",
-            ["--preserve-status", "2", Self.buildDirectory + "/perch", "run", "--config", directory + "/config.yaml"],
-            together: false)
-        #expect(ran.status == 0, "\(ran.errors)")
+        // `perch run` stopped by SIGTERM after two seconds, as a person would with Ctrl-C.
+        func runForTwoSeconds(_ directory: String) async throws -> ProgramRun {
+            let ran = try await run(
+                "/usr/bin/timeout",
+                [
+                    "--preserve-status", "2", Self.buildDirectory + "/perch", "run", "--config",
+                    directory + "/config.yaml",
+                ],
+                together: false)
+            #expect(ran.status == 0, "\(ran.errors)")
+            return ran
+        }
+        let ran = try await runForTwoSeconds(directory)
         let line = ran.errors.split(separator: "\n").first { $0.contains("web chat at") }
         #expect(line?.contains("web chat at http://127.0.0.1:") == true, "\(ran.errors)")
         // Without one (an empty webDirectory), nothing is said of it.
         let bare = try hostDirectory("noweb", server: "  listen: 127.0.0.1:0\n  webDirectory: \"\"\n")
         defer { try? FileManager.default.removeItem(atPath: bare) }
-        let plain = try await run(
-            "/usr/bin/timeout",
-            ["--preserve-status", "2", Self.buildDirectory + "/perch", "run", "--config", bare + "/config.yaml"],
-            together: false)
-        #expect(plain.status == 0, "\(plain.errors)")
+        let plain = try await runForTwoSeconds(bare)
         #expect(!plain.errors.contains("web chat"))
     }
 

@@ -400,6 +400,15 @@ final class SQLiteTransaction: ChatWriteTransaction {
             """, [.text(conversationId), .int(time), .int(id), .int(Int64(limit))], row: readMessage)
     }
 
+    func oldestPinnedMessages(conversationId: String, pinnedBy: String, limit: Int) throws -> [Message] {
+        try db.query(
+            """
+            SELECT \(Self.messageColumns) FROM messages
+            WHERE conversation_id = ? AND pinned_at != 0 AND pinned_by = ?
+            ORDER BY pinned_at, id LIMIT ?
+            """, [.text(conversationId), .text(pinnedBy), .int(Int64(limit))], row: readMessage)
+    }
+
     /// A save counts while its message is live and the user can still see the conversation.
     static let liveSave = """
         m.deleted_at = 0 AND (m.receiver_type = 'user' OR EXISTS (

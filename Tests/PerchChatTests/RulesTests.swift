@@ -280,6 +280,10 @@ struct DeleteCase: CustomTestStringConvertible, Sendable {
             code { try PinRules.checkPinLimit(pinned: 3, limit: 3, alreadyPinned: false) }
                 == .pinnedMessagesLimitExceeded)
         #expect(code { try PinRules.checkPinLimit(pinned: 3, limit: 3, alreadyPinned: true) } == nil)
+        #expect(PinRules.pinsToRelease(pinned: 2, limit: 3, alreadyPinned: false) == 0)
+        #expect(PinRules.pinsToRelease(pinned: 3, limit: 3, alreadyPinned: false) == 1)
+        #expect(PinRules.pinsToRelease(pinned: 3, limit: 3, alreadyPinned: true) == 0)
+        #expect(PinRules.pinsToRelease(pinned: 7, limit: 3, alreadyPinned: false) == 5)
         #expect(
             code { try PinRules.checkSaveLimit(saved: 3, limit: 3, alreadySaved: false) } == .savedMessagesLimitExceeded
         )

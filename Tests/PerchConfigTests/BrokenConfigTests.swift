@@ -320,6 +320,11 @@ let brokenCases: [BrokenCase] = [
         "name: b\nuser: {uid: b1}\nrules:\n  - name: daily\n    on: message\n    do: [{reply: a}]\n  - name: daily\n    on: message\n    do: [{reply: b}]\n",
         "bots/b.yaml:7:11: error: rules[1].name: another rule of this bot is named 'daily' (bots/b.yaml:4:11)"
     ),
+    .bot(
+        "misspelt pin overflow",
+        "name: b\nuser: {uid: x}\nsystem: true\nrules:\n  - on: message\n    do:\n      - pin: {as: app_system, when_full: unpin_olderst}\n",
+        "bots/b.yaml:7:42: error: rules[0].do[0].pin.when_full: unknown value 'unpin_olderst'; did you mean 'unpin_oldest'? (expected one of: refuse, unpin_oldest)"
+    ),
 ]
 
 @Suite struct BrokenConfigTests {

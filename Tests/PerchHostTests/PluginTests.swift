@@ -207,6 +207,13 @@ import Testing
             #expect(
                 malformed.last?.contains(
                     "actions[1]: unknown action 'explode'; none of the answer's actions ran") == true, "\(malformed)")
+            try await chat.post("!do badpin", as: "carol", to: .group("room"))
+            try await chat.settle(timeout: .seconds(30))
+            #expect(try await chat.botMessages(in: .group("room")).isEmpty)
+            let badPin = await chat.log.filter { $0.contains("plugin bad failed") }
+            #expect(
+                badPin.last?.contains("actions[1]: pin 'when_full' is refuse or unpin_oldest, found 'rotate'") == true,
+                "\(badPin)")
 
             try await chat.post("!do refused", as: "carol", to: .group("room"))
             _ = try await chat.waitFor(timeout: .seconds(10), "the action after the refused one") {
@@ -215,7 +222,7 @@ import Testing
             try await chat.settle()
             let refused = await chat.log.filter { $0.contains("plugin bad failed") }
             #expect(refused.last?.contains("actions[0] (subscribe): ") == true, "\(refused)")
-            #expect(chat.host.metrics.value("perch_handler_errors_total", ["bot": "b"]) == 2)
+            #expect(chat.host.metrics.value("perch_handler_errors_total", ["bot": "b"]) == 3)
         }
     }
 

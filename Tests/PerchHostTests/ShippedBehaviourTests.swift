@@ -46,6 +46,31 @@ let repositoryRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
         }
     }
 
+    /// The shipped announcer keeps pinning once the channel is full: its own oldest pin makes room,
+    /// and a pin a person made stays (seed 003's limit, with the config's lower one here).
+    @Test func theAnnouncerMakesRoomWithItsOwnOldestPinWhenTheChannelIsFull() async throws {
+        let config = try String(contentsOfFile: repositoryRoot + "/config.yaml", encoding: .utf8)
+            .replacingOccurrences(of: "pinsPerConversation: 100", with: "pinsPerConversation: 2")
+        let announcer = try String(contentsOfFile: repositoryRoot + "/bots/announcer.yaml", encoding: .utf8)
+        try await withTestHost(config: config, bots: ["announcer.yaml": announcer]) { chat in
+            let byPerson = try await chat.post("Pinned by hand", as: "carol", to: .group("announcements"))
+            _ = try await chat.service.pin(byPerson.id, as: "bob")
+            var posts: [Message] = []
+            for text in ["First", "Second", "Third"] {
+                let post = try await chat.post(text, as: "alice", to: .group("announcements"))
+                posts.append(post)
+                _ = try await chat.waitFor("the pin of \(text)") {
+                    try await chat.service.message(post.id, as: "carol").pinnedAt != 0 ? true : nil
+                }
+            }
+            try await chat.settle()
+            let pins = try await chat.service.fetchPrevious(
+                MessagesRequest(guid: "announcements", pinned: true), as: "carol")
+            #expect(Set(pins.messages.map(\.id)) == [posts[2].id, byPerson.id])
+            #expect(try await chat.service.message(byPerson.id, as: "carol").pinnedBy == "bob")
+        }
+    }
+
     @Test func theHelperQuoteRepliesToMentions() async throws {
         try await withShippedHost { chat in
             let question = try await chat.post(

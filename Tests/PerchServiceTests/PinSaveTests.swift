@@ -1,4 +1,6 @@
+import Foundation
 import PerchChat
+import PerchSQLite
 import PerchService
 import Testing
 
@@ -80,6 +82,85 @@ import Testing
             }
             _ = try await chat.service.save(ids[1], as: "dave")
         }
+    }
+
+    /// `whenFull: .unpinOldest` (an announcer's `pin: {when_full: unpin_oldest}`): at the limit the
+    /// pinner's own oldest pin makes room, in the same transaction and with its unpin event;
+    /// people's pins are never released for it, and a refusal unpins nothing.
+    @Test func aFullConversationReleasesThePinnersOwnOldestPin() async throws {
+        try await withChat(settings: ChatSettings(pinsPerConversation: 3)) { chat in
+            var ids: [Int64] = []
+            for index in 0..<6 { ids.append(try await chat.say("m\(index)", as: "alice").id) }
+            _ = try await chat.service.pin(ids[0], as: "bob")
+            chat.clock.advance()
+            _ = try await chat.service.pin(ids[1], as: User.system)
+            chat.clock.advance()
+            _ = try await chat.service.pin(ids[2], as: User.system)
+            chat.clock.advance()
+            // The default still refuses.
+            await expectRefusal(.pinnedMessagesLimitExceeded, params: ["limit": 3]) {
+                _ = try await chat.service.pin(ids[3], as: User.system)
+            }
+            let before = try await chat.store.latestEventSequence()
+            let pinned = try await chat.service.pin(ids[3], as: User.system, whenFull: .unpinOldest)
+            #expect(pinned.pinnedBy == User.system)
+            let pins = try await chat.service.fetchPrevious(MessagesRequest(guid: "g", pinned: true), as: "dave")
+            // Bob's older pin stays; app_system's oldest goes.
+            #expect(pins.messages.map(\.id) == [ids[3], ids[2], ids[0]])
+            let released = try await chat.service.message(ids[1], as: "dave")
+            #expect(released.pinnedAt == 0 && released.pinnedBy == "")
+            let events = try await chat.service.events(for: "dave", after: before).events
+            #expect(events.map(\.name) == [.messageUnpinned, .messagePinned])
+            #expect(events.map { $0.message?.id } == [ids[1], ids[3]])
+
+            // Re-pinning a pinned message takes no place and releases nothing.
+            _ = try await chat.service.pin(ids[3], as: User.system, whenFull: .unpinOldest)
+            #expect(try await chat.service.message(ids[2], as: "dave").pinnedAt != 0)
+
+            // Bob holds one pin of three: he makes room with it, then has none left to give.
+            _ = try await chat.service.pin(ids[4], as: "bob", whenFull: .unpinOldest)
+            #expect(try await chat.service.message(ids[0], as: "dave").pinnedAt == 0)
+            _ = try await chat.service.unpin(ids[4], as: "carol")
+            _ = try await chat.service.pin(ids[4], as: "carol")
+            let quiet = try await chat.store.latestEventSequence()
+            await expectRefusal(.pinnedMessagesLimitExceeded, params: ["limit": 3]) {
+                _ = try await chat.service.pin(ids[5], as: "bob", whenFull: .unpinOldest)
+            }
+            #expect(try await chat.service.events(for: "dave", after: quiet).events.isEmpty)
+            let after = try await chat.service.fetchPrevious(MessagesRequest(guid: "g", pinned: true), as: "dave")
+            #expect(after.messages.map(\.id) == [ids[4], ids[3], ids[2]])
+        }
+    }
+
+    /// A limit lowered below the pins already there: one new pin releases as many of the pinner's
+    /// oldest as the conversation needs to be back at the limit.
+    @Test func aLoweredLimitIsReachedAgainByOnePin() async throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("perch-pins-\(UUID().uuidString)")
+            .path
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let clock = ManualClock()
+        var ids: [Int64] = []
+        do {
+            let store = try SQLiteChatStore(path: directory + "/perch.sqlite")
+            let service = ChatService(store: store, clock: clock, settings: ChatSettings(pinsPerConversation: 10))
+            _ = try await service.createUser(uid: "alice", name: "Alice")
+            _ = try await service.createGroup(guid: "g", name: "G", owner: "alice")
+            for index in 0..<6 {
+                ids.append(try await service.send(MessageDraft(to: .group("g"), text: "m\(index)"), as: "alice").id)
+            }
+            for id in ids.prefix(5) {
+                _ = try await service.pin(id, as: User.system)
+                clock.advance()
+            }
+            await store.close()
+        }
+        let store = try SQLiteChatStore(path: directory + "/perch.sqlite")
+        let service = ChatService(store: store, clock: clock, settings: ChatSettings(pinsPerConversation: 2))
+        _ = try await service.pin(ids[5], as: User.system, whenFull: .unpinOldest)
+        let pins = try await service.fetchPrevious(MessagesRequest(guid: "g", pinned: true), as: "alice")
+        #expect(pins.messages.map(\.id) == [ids[5], ids[4]])
+        await store.close()
     }
 
     @Test func concurrentPinsNeverPassTheLimit() async throws {

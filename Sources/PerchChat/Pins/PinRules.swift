@@ -24,6 +24,13 @@ public enum PinRules {
         }
     }
 
+    /// How many of the pinner's own oldest pins a new pin releases under ``PinOverflow/unpinOldest``
+    /// so that the conversation keeps at most `limit` pins: none while there is room (or for a
+    /// re-pin), one at the limit, more when the limit was lowered below the pins already there.
+    public static func pinsToRelease(pinned: Int, limit: Int, alreadyPinned: Bool) -> Int {
+        alreadyPinned ? 0 : max(0, pinned - limit + 1)
+    }
+
     /// Checks a save: any live, non-action message the user can see.
     /// - Throws: `ERR_MESSAGE_ID_NOT_FOUND`, `ERR_MESSAGE_NO_ACCESS`, `ERR_MESSAGE_ACTION_NOT_ALLOWED`.
     public static func checkSave(_ message: Message?, id: Int64, by actor: Participation) throws(ChatError) {
@@ -42,4 +49,13 @@ public enum PinRules {
             throw ChatError(.savedMessagesLimitExceeded, ["limit": .int(Int64(limit))])
         }
     }
+}
+
+/// What a pin does when its conversation already holds `limits.pinsPerConversation` pins.
+public enum PinOverflow: String, Sendable, Equatable, CaseIterable {
+    /// Refuse with `ERR_PINNED_MESSAGES_LIMIT_EXCEEDED {limit}` (seed 003's rule; the default).
+    case refuse
+    /// Unpin the oldest pins the same pinner made, in the same transaction, to make room; refuse as
+    /// above when the pinner holds none of the pins (people's pins are never released for it).
+    case unpinOldest = "unpin_oldest"
 }

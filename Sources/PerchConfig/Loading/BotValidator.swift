@@ -243,7 +243,7 @@ struct BotValidator {
         for (position, action) in rule.actions.enumerated() {
             let actionPath = "\(path).do[\(position)]"
             switch action {
-            case .pin(let asSystem) where asSystem && !bot.system:
+            case .pin(let asSystem, _) where asSystem && !bot.system:
                 error(loaded, actionPath + ".pin", "pinning as app_system needs `system: true` on the bot")
             case .plugin(let name) where !plugins.contains(name):
                 error(
@@ -328,7 +328,7 @@ struct BotValidator {
                 let name: String
                 switch action {
                 case .delete, .kick, .ban, .unpin: name = action.name
-                case .pin(let asSystem) where !asSystem: name = action.name
+                case .pin(let asSystem, _) where !asSystem: name = action.name
                 default: continue
                 }
                 warning(

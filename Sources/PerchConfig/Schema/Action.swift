@@ -1,3 +1,4 @@
+import PerchChat
 import PerchYAML
 
 /// One action of a rule. Written as a name when it takes nothing (`- pin`, `- delete`) or as a
@@ -11,8 +12,9 @@ public enum Action: Sendable, Equatable {
     case quoteReply(Template)
     /// A one-on-one message from the bot to the sender.
     case directMessage(Template)
-    /// Pin the message; `asSystem` pins as `app_system` (bots with `system: true` only).
-    case pin(asSystem: Bool)
+    /// Pin the message; `asSystem` pins as `app_system` (bots with `system: true` only), and
+    /// `whenFull` says what happens when the conversation holds its most pins.
+    case pin(asSystem: Bool, whenFull: PinOverflow = .refuse)
     case unpin
     /// Save the message for the bot's user.
     case save
@@ -104,7 +106,7 @@ extension Action: Decodable, ConfigPlaceholder {
             let options =
                 argument == nil
                 ? nil : try decoder.container(keyedBy: PathKey.self).decodeIfPresent(PinOptions.self, forKey: key)
-            self = .pin(asSystem: options?.asSystem ?? false)
+            self = .pin(asSystem: options?.asSystem ?? false, whenFull: options?.whenFull ?? .refuse)
         case "unpin": self = .unpin
         case "save": self = .save
         case "subscribe": self = .subscribe(try who())
@@ -128,11 +130,16 @@ extension Action: Decodable, ConfigPlaceholder {
 
 struct PinOptions: Decodable {
     var asSystem: Bool
+    var whenFull: PinOverflow
 
-    enum CodingKeys: String, CodingKey { case `as` }
+    enum CodingKeys: String, CodingKey {
+        case `as`
+        case whenFull = "when_full"
+    }
 
     init(from decoder: any Decoder) throws {
         let c = try decoder.container(keyedBy: CodingKeys.self)
+        whenFull = try c.decodeIfPresent(PinOverflow.self, forKey: .whenFull) ?? .refuse
         let identity = try c.decodeIfPresent(String.self, forKey: .as)
         switch identity {
         case nil, "bot": asSystem = false

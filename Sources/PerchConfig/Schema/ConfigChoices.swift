@@ -5,3 +5,5 @@ extension StorageConfiguration.Synchronous: ConfigChoice, ConfigChoiceNames {}
 extension Hears: ConfigChoice, ConfigChoiceNames {}
 extension GroupType: ConfigChoice, ConfigChoiceNames {}
 extension GroupMemberScope: ConfigChoice, ConfigChoiceNames {}
+extension PinOverflow: ConfigChoice, ConfigChoiceNames {}
+extension PinOverflow: ConfigPlaceholder { public static var placeholder: PinOverflow { .refuse } }

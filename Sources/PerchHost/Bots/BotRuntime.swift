@@ -291,7 +291,7 @@ final class BotRuntime: Sendable {
             case .replyInThread(let template): try await context.replyInThread(render(template, context))
             case .quoteReply(let template): try await context.quoteReply(render(template, context))
             case .directMessage(let template): try await context.directMessage(render(template, context))
-            case .pin(let asSystem): try await context.pin(asSystem: asSystem)
+            case .pin(let asSystem, let whenFull): try await context.pin(asSystem: asSystem, whenFull: whenFull)
             case .unpin: try await context.unpin()
             case .save: try await context.save()
             case .subscribe(let who), .unsubscribe(let who):

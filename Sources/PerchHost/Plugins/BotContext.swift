@@ -148,15 +148,17 @@ public final class BotContext: Sendable {
         try await runtime.send(draft, context: self)
     }
 
-    /// Pins the message, as the bot or, for bots with `system: true`, as `app_system`.
+    /// Pins the message, as the bot or, for bots with `system: true`, as `app_system`. With
+    /// `whenFull: .unpinOldest` a conversation at its pin limit makes room by unpinning the oldest
+    /// pins made the same way (``ChatService/pin(_:as:whenFull:)``).
     @discardableResult
-    public func pin(asSystem: Bool = false) async throws(ChatError) -> Message {
+    public func pin(asSystem: Bool = false, whenFull: PinOverflow = .refuse) async throws(ChatError) -> Message {
         guard let message else { throw .badRequest("message", "this event has no message") }
         guard !asSystem || bot.system else {
             throw ChatError(.permissionDenied, ["reason": "only bots with system: true pin as app_system"])
         }
         return try await runtime.act(context: self) { service in
-            try await service.pin(message.id, as: asSystem ? User.system : self.bot.uid)
+            try await service.pin(message.id, as: asSystem ? User.system : self.bot.uid, whenFull: whenFull)
         }
     }
 

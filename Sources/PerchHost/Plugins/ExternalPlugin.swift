@@ -135,7 +135,7 @@ final class ExternalPlugin: BotPlugin, @unchecked Sendable {
     /// One action of a plugin's answer, in the bot-file vocabulary.
     enum PluginAction {
         case reply(String), replyInThread(String), quoteReply(String), directMessage(String)
-        case pin(asSystem: Bool), unpin, save, delete, kick, ban
+        case pin(asSystem: Bool, whenFull: PinOverflow), unpin, save, delete, kick, ban
         case subscribe(String?), unsubscribe(String?)
 
         init(_ action: JSONValue) throws(PluginFailure) {
@@ -160,7 +160,17 @@ final class ExternalPlugin: BotPlugin, @unchecked Sendable {
             case "reply_in_thread": self = .replyInThread(try text())
             case "quote_reply": self = .quoteReply(try text())
             case "direct_message": self = .directMessage(try text())
-            case "pin": self = .pin(asSystem: argument["as"]?.stringValue == User.system)
+            case "pin":
+                let identity = argument["as"]?.stringValue ?? "bot"
+                guard identity == "bot" || identity == User.system else {
+                    throw PluginFailure(description: "pin 'as' is 'app_system' or 'bot', found '\(identity)'")
+                }
+                let full = argument["when_full"]?.stringValue ?? PinOverflow.refuse.rawValue
+                guard let whenFull = PinOverflow(rawValue: full) else {
+                    let names = PinOverflow.allCases.map(\.rawValue).joined(separator: " or ")
+                    throw PluginFailure(description: "pin 'when_full' is \(names), found '\(full)'")
+                }
+                self = .pin(asSystem: identity == User.system, whenFull: whenFull)
             case "unpin": self = .unpin
             case "save": self = .save
             case "subscribe": self = .subscribe(who)
@@ -195,7 +205,7 @@ final class ExternalPlugin: BotPlugin, @unchecked Sendable {
             case .replyInThread(let text): try await context.replyInThread(text)
             case .quoteReply(let text): try await context.quoteReply(text)
             case .directMessage(let text): try await context.directMessage(text)
-            case .pin(let asSystem): try await context.pin(asSystem: asSystem)
+            case .pin(let asSystem, let whenFull): try await context.pin(asSystem: asSystem, whenFull: whenFull)
             case .unpin: try await context.unpin()
             case .save: try await context.save()
             case .subscribe(let who): try await context.subscribe(who)

@@ -12,14 +12,31 @@ extension ChatService {
     /// `app_system` (the host does so for bots with `system: true`) reads `pinnedBy == "app_system"`.
     /// - Throws: `ERR_FEATURE_NOT_ACCESSIBLE`, `ERR_MESSAGE_ID_NOT_FOUND`, `ERR_MESSAGE_NO_ACCESS`,
     ///   `ERR_MESSAGE_ACTION_NOT_ALLOWED`, `ERR_PERMISSION_DENIED`, `ERR_PINNED_MESSAGES_LIMIT_EXCEEDED {limit}`.
-    public func pin(_ id: Int64, as actor: String) async throws(ChatError) -> Message {
+    ///
+    /// With `whenFull: .unpinOldest` a conversation at its limit makes room instead of refusing: the
+    /// oldest pins `actor` made there are unpinned (each announced as `onMessageUnpinned`) in the
+    /// same transaction, so the conversation keeps its newest pins. Pins made by anyone else stay;
+    /// when `actor`'s own do not make room, the pin is refused and nothing is unpinned.
+    public func pin(_ id: Int64, as actor: String, whenFull: PinOverflow = .refuse) async throws(ChatError) -> Message {
         guard settings.pinEnabled else { throw ChatError(.featureNotAccessible, ["feature": "pin"]) }
         let now = clock.now()
         let limit = settings.pinsPerConversation
         return try await writing { tx in
             var (message, who) = try Self.lookup(tx, id, by: actor)
             try PinRules.checkPin(message, id: id, by: who)
-            let count = try tx.pinnedCount(conversationId: message!.conversationId)
+            var count = try tx.pinnedCount(conversationId: message!.conversationId)
+            let release = PinRules.pinsToRelease(pinned: count, limit: limit, alreadyPinned: message!.isPinned)
+            if whenFull == .unpinOldest, release > 0 {
+                for var old in try tx.oldestPinnedMessages(
+                    conversationId: message!.conversationId, pinnedBy: actor, limit: release)
+                {
+                    old.pinnedAt = 0
+                    old.pinnedBy = ""
+                    try tx.updateMessage(old)
+                    try Self.announce(tx, .messageUnpinned, old, at: now)
+                    count -= 1
+                }
+            }
             try PinRules.checkPinLimit(pinned: count, limit: limit, alreadyPinned: message!.isPinned)
             if !message!.isPinned { message!.pinnedAt = now }
             message!.pinnedBy = actor

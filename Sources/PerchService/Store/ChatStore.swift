@@ -80,6 +80,8 @@ public protocol ChatReadTransaction {
     func pinnedCount(conversationId: String) throws -> Int
     /// Pinned messages of a conversation, newest pin first, after the `(pinnedAt, id)` cursor.
     func pinnedMessages(conversationId: String, limit: Int, after cursor: (Int64, Int64)?) throws -> [Message]
+    /// The oldest pins `pinnedBy` made in a conversation, oldest pin first.
+    func oldestPinnedMessages(conversationId: String, pinnedBy: String, limit: Int) throws -> [Message]
     /// Live saves of messages the user can still see.
     func liveSaveCount(uid: String) throws -> Int
     /// The user's live, accessible saved messages, newest save first, after the `(savedAt, id)` cursor.

@@ -27,6 +27,9 @@ for line in sys.stdin:
         if how == "malformed":
             # A good action before a malformed one: neither may run.
             result = {"actions": [{"reply": "before the malformed one"}, {"explode": 1}]}
+        elif how == "badpin":
+            # A pin with an option the host does not know: refused whole like any malformed action.
+            result = {"actions": [{"reply": "before the bad pin"}, {"pin": {"as": "app_system", "when_full": "rotate"}}]}
         elif how == "refused":
             # The service refuses the first (no such user); the second still runs.
             result = {"actions": [{"subscribe": "nobody-at-all"}, {"reply": "after the refused one"}]}

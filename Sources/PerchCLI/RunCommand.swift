@@ -116,7 +116,14 @@ public enum RunCommand {
         let watcher = FileWatcher(paths: [configPath, loaded.resolve(loaded.config?.botsDirectory ?? "bots")])
         let signals: SignalWatcher
         do {
-            signals = try SignalWatcher(files: watcher)
+            signals = try SignalWatcher(files: watcher) { number in
+                let name = number == SIGINT ? "SIGINT (Ctrl-C)" : number == SIGTERM ? "SIGTERM" : "signal \(number)"
+                logger.warning(
+                    "a second \(name) during the stop: exiting now (every acknowledged message is committed; "
+                        + "the bots go on from their last saved place at the next start)")
+                host.killPluginsNow()
+                _exit(128 + number)
+            }
         } catch {
             logger.error("\(error)")
             server?.stop()

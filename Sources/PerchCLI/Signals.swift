@@ -34,8 +34,12 @@ final class SignalWatcher: Sendable {
         var description: String { "cannot catch SIGTERM, SIGINT and SIGHUP: \(String(cString: strerror(code)))" }
     }
 
-    /// Catches the signals from now on (once a process), and reloads when `files` change.
-    init(files: FileWatcher) throws(Failure) {
+    /// Catches the signals from now on (once a process), and reloads when `files` change. The first
+    /// SIGTERM or SIGINT is a stop request; a second one, while that stop waits (for a plugin that
+    /// will not answer, say) and at least ``secondStopAfter`` after the first, calls `onSecondStop`
+    /// with its number instead, which ends the process (Ctrl-C twice, as most servers take it). Nothing acknowledged is lost by that: every
+    /// acknowledged write is already committed, as after `kill -9`.
+    init(files: FileWatcher, onSecondStop: @escaping @Sendable (Int32) -> Void) throws(Failure) {
         (requests, sink) = AsyncStream.makeStream(of: HostSignal.self)
         let descriptor = [SIGTERM, SIGINT, SIGHUP].withUnsafeBufferPointer {
             perch_signal_pipe($0.baseAddress, Int32($0.count))
@@ -44,11 +48,23 @@ final class SignalWatcher: Sendable {
         let sink = sink
         let reader = Thread {
             var number: UInt8 = 0
+            var firstStop: ContinuousClock.Instant?
             while true {
                 let count = read(descriptor, &number, 1)
                 if count < 0, errno == EINTR { continue }
                 guard count == 1 else { return }
-                sink.yield(Int32(number) == SIGHUP ? .reload : .stop)
+                if Int32(number) == SIGHUP {
+                    sink.yield(.reload)
+                    continue
+                }
+                guard let first = firstStop else {
+                    firstStop = .now
+                    sink.yield(.stop)
+                    continue
+                }
+                // The same request twice: `timeout` and a kill of the process group send it to the
+                // process and again to its group, microseconds apart.
+                if ContinuousClock.now - first >= Self.secondStopAfter { onSecondStop(Int32(number)) }
             }
         }
         reader.name = "perch-signals"
@@ -62,8 +78,12 @@ final class SignalWatcher: Sendable {
         sink.onTermination = { _ in watching.cancel() }
     }
 
-    /// Stops watching the files (the signals stay caught: a second SIGTERM during a stop is a
-    /// request nobody reads, not the end of the process).
+    /// How long after the first stop request another one counts as a second: sooner, it is the
+    /// same request delivered twice.
+    static let secondStopAfter = Duration.seconds(1)
+
+    /// Stops watching the files (the signals stay caught: a second SIGTERM or SIGINT during the
+    /// stop goes to `onSecondStop`).
     func finish() { sink.finish() }
 }
 

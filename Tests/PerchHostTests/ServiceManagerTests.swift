@@ -141,3 +141,88 @@ final class NotificationSocket: Sendable {
         #expect(process.terminationStatus == 0)
     }
 }
+
+@Suite struct SecondSignalTests {
+    /// Ctrl-C twice: the first stops gracefully, which here waits for another process's write lock
+    /// on the database; the second ends the process at once, saying so, with the signal's exit
+    /// status. (The second did nothing: the stop ran on until the lock was freed or SQLite's busy
+    /// timeout passed.)
+    @Test func aSecondCtrlCDuringTheStopExitsAtOnce() async throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("perch-signal-\(UUID())").path
+        try FileManager.default.createDirectory(atPath: directory + "/bots", withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let config = hostConfig + "\nserver:\n  listen: 127.0.0.1:0\n  apiKey: ${PERCH_TEST_KEY}\n"
+        try config.write(toFile: directory + "/config.yaml", atomically: true, encoding: .utf8)
+        let script = ExternalPluginTests.fixtures + "/misbehaving_plugin.py"
+        let bot = botFile(
+            """
+              - on: { command: do }
+                do: [{ plugin: bad }]
+            """, extra: "plugins:\n  - name: bad\n    exec: [python3, \"\(script)\"]\n    timeout_ms: 60000")
+        try bot.write(toFile: directory + "/bots/b.yaml", atomically: true, encoding: .utf8)
+        let listener = try NotificationSocket(abstract: false)
+        let logPath = directory + "/perch.log"
+        _ = FileManager.default.createFile(atPath: logPath, contents: nil)
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: HostCrashTests.buildDirectory + "/perch")
+        process.arguments = ["run", "--config", directory + "/config.yaml"]
+        var environment = ProcessInfo.processInfo.environment
+        environment["NOTIFY_SOCKET"] = listener.name
+        environment["PERCH_TEST_KEY"] = "a-test-key-of-some-length"
+        process.environment = environment
+        try ChildLaunch.inTurn {
+            process.standardError = FileHandle(forWritingAtPath: logPath)
+            process.standardOutput = FileHandle(forWritingAtPath: "/dev/null")
+            try process.run()
+        }
+        defer { if process.isRunning { kill(process.processIdentifier, SIGKILL) } }
+        func log() -> String { (try? String(contentsOfFile: logPath, encoding: .utf8)) ?? "" }
+
+        let ready = try #require(await listener.next())
+        let port = try #require(ready.split(separator: ":").last.flatMap { Int($0) })
+        var post = URLRequest(url: URL(string: "http://127.0.0.1:\(port)/v3/messages")!)
+        post.httpMethod = "POST"
+        post.setValue("a-test-key-of-some-length", forHTTPHeaderField: "apikey")
+        post.setValue("carol", forHTTPHeaderField: "onBehalfOf")
+        post.httpBody = Data(#"{"receiver": "room", "receiverType": "group", "data": {"text": "!do hang"}}"#.utf8)
+        let (_, response) = try await URLSession.shared.data(for: post)
+        #expect((response as? HTTPURLResponse)?.statusCode == 200)
+        #expect(try await waitUntil(.seconds(20)) { log().contains("hanging") }, "\(log())")
+
+        // Another process holds the database's write lock (a `sqlite3` shell left in a transaction,
+        // a backup): the bot's last cursor save waits for it, and with it the stop.
+        let holder = Process()
+        holder.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
+        holder.arguments = [
+            "-c",
+            "import sqlite3, sys, time\n"
+                + "db = sqlite3.connect(sys.argv[1], isolation_level=None)\n"
+                + "db.execute('BEGIN IMMEDIATE')\nprint('locked', flush=True)\ntime.sleep(60)\n",
+            directory + "/data/perch.sqlite",
+        ]
+        let holderOutput = Pipe()
+        try ChildLaunch.inTurn {
+            holder.standardOutput = holderOutput
+            try holder.run()
+        }
+        defer { if holder.isRunning { kill(holder.processIdentifier, SIGKILL) } }
+        let locked = await onThread { holderOutput.fileHandleForReading.availableData }
+        #expect(String(decoding: locked, as: UTF8.self).hasPrefix("locked"))
+
+        // Twice at once, as `timeout` sends it (to the process and to its group): one request.
+        kill(process.processIdentifier, SIGINT)
+        kill(process.processIdentifier, SIGINT)
+        #expect(await listener.next() == "STOPPING=1\nSTATUS=stopping")
+        try await Task.sleep(for: .milliseconds(1200))
+        #expect(process.isRunning, "the stop waits for the write lock")
+        kill(process.processIdentifier, SIGINT)
+        #expect(try await exited(process))
+        #expect(process.terminationStatus == 128 + SIGINT)
+        #expect(log().contains("a second SIGINT (Ctrl-C) during the stop: exiting now"), "\(log())")
+        #expect(!log().contains("info stopped"))
+        // The plugin, waiting in its sleep, did not outlive the host.
+        let pluginLine = try #require(log().split(separator: "\n").first { $0.contains("hanging, pid ") })
+        let pluginPid = try #require(pluginLine.split(separator: " ").last.flatMap { Int32($0) })
+        #expect(try await waitUntil(.seconds(10)) { kill(pluginPid, 0) != 0 }, "plugin \(pluginPid) still runs")
+    }
+}

@@ -444,6 +444,15 @@ public actor BotHost {
         logger.info("stopped")
     }
 
+    /// Kills every external plugin's process at once (SIGKILL), for a process about to exit
+    /// without its stop: plugins read their requests from the host's pipe and would otherwise go
+    /// on until they next read it.
+    public nonisolated func killPluginsNow() {
+        for runtime in runtimes.withLock({ Array($0.values) }) {
+            for plugin in runtime.bot.plugins.values { (plugin as? ExternalPlugin)?.killNow() }
+        }
+    }
+
     /// The bot runtimes by name (tests, dry runs).
     var currentRuntimes: [String: BotRuntime] { runtimes.withLock { $0 } }
 }

@@ -478,6 +478,12 @@ final class ExternalPlugin: BotPlugin, @unchecked Sendable {
         return true
     }
 
+    /// Kills the child at once (SIGKILL), with no wait: the host is exiting without its stop.
+    func killNow() {
+        guard let process = state.withLock({ $0.process }), process.isRunning else { return }
+        kill(process.processIdentifier, SIGKILL)
+    }
+
     // MARK: JSON
 
     static func eventJSON(_ event: ChatEvent) -> JSONValue {

@@ -13,6 +13,8 @@ for line in sys.stdin:
         if how == "crash":
             sys.exit(3)
         if how == "hang":
+            sys.stderr.write("hanging, pid %d\n" % os.getpid())
+            sys.stderr.flush()
             time.sleep(30)
         if how == "pid":
             how = "pid " + str(os.getpid())

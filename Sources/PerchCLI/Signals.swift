@@ -35,10 +35,11 @@ final class SignalWatcher: Sendable {
     }
 
     /// Catches the signals from now on (once a process), and reloads when `files` change. The first
-    /// SIGTERM or SIGINT is a stop request; a second one, while that stop waits (for a plugin that
-    /// will not answer, say) and at least ``secondStopAfter`` after the first, calls `onSecondStop`
-    /// with its number instead, which ends the process (Ctrl-C twice, as most servers take it). Nothing acknowledged is lost by that: every
-    /// acknowledged write is already committed, as after `kill -9`.
+    /// SIGTERM or SIGINT is a stop request; a second one, while that stop waits (for another
+    /// process's write lock on the database, say) and at least ``secondStopAfter`` after the first,
+    /// calls `onSecondStop` with its number instead, which ends the process (Ctrl-C twice, as most
+    /// servers take it). Nothing acknowledged is lost by that: every acknowledged write is already
+    /// committed, as after `kill -9`.
     init(files: FileWatcher, onSecondStop: @escaping @Sendable (Int32) -> Void) throws(Failure) {
         (requests, sink) = AsyncStream.makeStream(of: HostSignal.self)
         let descriptor = [SIGTERM, SIGINT, SIGHUP].withUnsafeBufferPointer {

@@ -55,19 +55,16 @@ import Testing
         arguments[config + 1] = directory + "/config.yaml"
 
         let listener = try NotificationSocket(abstract: false)
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: HostCrashTests.buildDirectory + "/perch")
-        process.arguments = arguments
         var environment = ProcessInfo.processInfo.environment
         environment["NOTIFY_SOCKET"] = listener.name
         environment["PERCH_API_KEY"] = "a-key-from-the-environment-file"
-        process.environment = environment
-        let output = try ChildLaunch.inTurn {
+        let (process, output) = try ChildLaunch.inTurn {
             let output = Pipe()
-            process.standardError = output
-            process.standardOutput = FileHandle(forWritingAtPath: "/dev/null")
-            try process.run()
-            return output
+            let process = try ChildProcess(
+                HostCrashTests.buildDirectory + "/perch", arguments, environment: environment,
+                error: output.fileHandleForWriting.fileDescriptor)
+            try output.fileHandleForWriting.close()
+            return (process, output)
         }
         defer { if process.isRunning { process.terminate() } }
         #expect(await listener.next()?.hasPrefix("READY=1\n") == true)

@@ -14,16 +14,11 @@ import Testing
         return URL(fileURLWithPath: executable).deletingLastPathComponent().path
     }
 
-    func startHost(_ directory: String) throws -> Process {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: Self.buildDirectory + "/perch")
-        process.arguments = ["run", "--config", directory + "/config.yaml", "--log-format", "json"]
+    func startHost(_ directory: String) throws -> ChildProcess {
         try ChildLaunch.inTurn {
-            process.standardError = FileHandle(forWritingAtPath: "/dev/null")
-            process.standardOutput = FileHandle(forWritingAtPath: "/dev/null")
-            try process.run()
+            try ChildProcess(
+                Self.buildDirectory + "/perch", ["run", "--config", directory + "/config.yaml", "--log-format", "json"])
         }
-        return process
     }
 
     func pongs(_ service: ChatService) async throws -> [String] {
@@ -56,8 +51,9 @@ import Testing
 
     /// `perch run` on `directory` (whose data directory is `data`), once its database is there and
     /// bot `b` consumes, with a service of this process on the same database.
-    func startedHost(_ directory: String) async throws -> (host: Process, store: SQLiteChatStore, service: ChatService)
-    {
+    func startedHost(_ directory: String) async throws -> (
+        host: ChildProcess, store: SQLiteChatStore, service: ChatService
+    ) {
         let host = try startHost(directory)
         let database = directory + "/data/perch.sqlite"
         #expect(try await waitUntil(.seconds(20)) { FileManager.default.fileExists(atPath: database) })
@@ -76,7 +72,8 @@ import Testing
               - on: { command: do }
                 do: [{ plugin: signals }]
             """, extra: "hears: commands\nplugins:\n  - name: signals\n    exec: [sh, \"\(script)\"]")
-        let directory = try hostDirectory("pipe", server: "  dataDirectory: data\n", bots: ["plugin.yaml": bot])
+        let directory = try hostDirectory(
+            "pipe", server: "  listen: 127.0.0.1:0\n  dataDirectory: data\n", bots: ["plugin.yaml": bot])
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let (host, store, service) = try await startedHost(directory)
         _ = try await service.send(MessageDraft(to: .group("room"), text: "!do signals"), as: "carol")

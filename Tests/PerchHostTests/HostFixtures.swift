@@ -76,9 +76,9 @@ func waitUntil(_ timeout: Duration, _ condition: () async throws -> Bool) async 
 /// Waits for `process` to exit, at most `timeout` (then kills it): whether it exited in time. Not
 /// `waitUntilExit()`, which holds one of the few threads of the tests' pool until the child exits,
 /// for ever if it does not.
-func exited(_ process: Process, within timeout: Duration = .seconds(30)) async throws -> Bool {
+func exited(_ process: ChildProcess, within timeout: Duration = .seconds(30)) async throws -> Bool {
     if try await waitUntil(timeout, { !process.isRunning }) { return true }
-    kill(process.processIdentifier, SIGKILL)
+    process.terminate(SIGKILL)
     _ = try await waitUntil(.seconds(10)) { !process.isRunning }
     return false
 }
@@ -109,22 +109,21 @@ private func runToEnd(
     _ program: String, _ arguments: [String], environment: [String: String]?, directory: String?,
     input: String?, together: Bool
 ) throws -> ProgramRun {
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: program)
-    process.arguments = arguments
-    if let environment { process.environment = environment }
-    if let directory { process.currentDirectoryURL = URL(fileURLWithPath: directory) }
     // The pipes made and the child started in one turn (``ChildLaunch``), as every child of the
-    // tests and the host's plugins.
-    let (output, errors, stdin) = try ChildLaunch.inTurn {
+    // tests and the host's plugins: a ``ChildProcess``, not Foundation's `Process`, whose start read
+    // past a buffer when the tests had about 1,365 descriptors open (and crashed them).
+    let (process, output, errors, stdin) = try ChildLaunch.inTurn {
         let output = Pipe()
         let errors = together ? output : Pipe()
-        process.standardOutput = output
-        process.standardError = errors
         let stdin = Pipe()
-        process.standardInput = input == nil ? FileHandle(forReadingAtPath: "/dev/null") : stdin
-        try process.run()
-        return (output, errors, stdin)
+        let process = try ChildProcess(
+            program, arguments, environment: environment, directory: directory,
+            input: input == nil ? nil : stdin.fileHandleForReading.fileDescriptor,
+            output: output.fileHandleForWriting.fileDescriptor, error: errors.fileHandleForWriting.fileDescriptor)
+        try stdin.fileHandleForReading.close()
+        try output.fileHandleForWriting.close()
+        if !together { try errors.fileHandleForWriting.close() }
+        return (process, output, errors, stdin)
     }
     if let input {
         stdin.fileHandleForWriting.write(Data(input.utf8))
@@ -139,7 +138,7 @@ private func runToEnd(
     }
     let written = output.fileHandleForReading.readDataToEndOfFile()
     apart.wait()
-    process.waitUntilExit()
+    process.waitForExit()
     return ProgramRun(
         status: process.terminationStatus, output: String(decoding: written, as: UTF8.self),
         errors: String(decoding: said.data, as: UTF8.self))

@@ -85,19 +85,15 @@ final class NotificationSocket: Sendable {
         let config = hostConfig + "\nserver:\n  listen: 127.0.0.1:0\n  apiKey: ${PERCH_TEST_KEY}\n"
         try config.write(toFile: directory + "/config.yaml", atomically: true, encoding: .utf8)
         let listener = try NotificationSocket(abstract: false)
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: HostCrashTests.buildDirectory + "/perch")
-        process.arguments = ["run", "--config", directory + "/config.yaml"]
         var environment = ProcessInfo.processInfo.environment
         environment["NOTIFY_SOCKET"] = listener.name
         environment["PERCH_TEST_KEY"] = "a-test-key-of-some-length"
-        process.environment = environment
-        try ChildLaunch.inTurn {
-            process.standardError = FileHandle(forWritingAtPath: "/dev/null")
-            process.standardOutput = FileHandle(forWritingAtPath: "/dev/null")
-            try process.run()
+        let process = try ChildLaunch.inTurn {
+            try ChildProcess(
+                HostCrashTests.buildDirectory + "/perch", ["run", "--config", directory + "/config.yaml"],
+                environment: environment)
         }
-        defer { if process.isRunning { process.terminate() } }
+        defer { process.terminate() }
 
         let ready = try #require(await listener.next())
         #expect(ready.hasPrefix("READY=1\nSTATUS=running: 0 bots, 0 rules, 0 errors, the API on 127.0.0.1:"))
@@ -163,19 +159,17 @@ final class NotificationSocket: Sendable {
         let listener = try NotificationSocket(abstract: false)
         let logPath = directory + "/perch.log"
         _ = FileManager.default.createFile(atPath: logPath, contents: nil)
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: HostCrashTests.buildDirectory + "/perch")
-        process.arguments = ["run", "--config", directory + "/config.yaml"]
         var environment = ProcessInfo.processInfo.environment
         environment["NOTIFY_SOCKET"] = listener.name
         environment["PERCH_TEST_KEY"] = "a-test-key-of-some-length"
-        process.environment = environment
-        try ChildLaunch.inTurn {
-            process.standardError = FileHandle(forWritingAtPath: logPath)
-            process.standardOutput = FileHandle(forWritingAtPath: "/dev/null")
-            try process.run()
+        let logFile = try #require(FileHandle(forWritingAtPath: logPath))
+        let process = try ChildLaunch.inTurn {
+            try ChildProcess(
+                HostCrashTests.buildDirectory + "/perch", ["run", "--config", directory + "/config.yaml"],
+                environment: environment, error: logFile.fileDescriptor)
         }
-        defer { if process.isRunning { kill(process.processIdentifier, SIGKILL) } }
+        try logFile.close()
+        defer { process.terminate(SIGKILL) }
         func log() -> String { (try? String(contentsOfFile: logPath, encoding: .utf8)) ?? "" }
 
         let ready = try #require(await listener.next())
@@ -191,21 +185,20 @@ final class NotificationSocket: Sendable {
 
         // Another process holds the database's write lock (a `sqlite3` shell left in a transaction,
         // a backup): the bot's last cursor save waits for it, and with it the stop.
-        let holder = Process()
-        holder.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
-        holder.arguments = [
-            "-c",
-            "import sqlite3, sys, time\n"
-                + "db = sqlite3.connect(sys.argv[1], isolation_level=None)\n"
-                + "db.execute('BEGIN IMMEDIATE')\nprint('locked', flush=True)\ntime.sleep(60)\n",
-            directory + "/data/perch.sqlite",
-        ]
         let holderOutput = Pipe()
-        try ChildLaunch.inTurn {
-            holder.standardOutput = holderOutput
-            try holder.run()
+        let holder = try ChildLaunch.inTurn {
+            try ChildProcess(
+                "python3",
+                [
+                    "-c",
+                    "import sqlite3, sys, time\n"
+                        + "db = sqlite3.connect(sys.argv[1], isolation_level=None)\n"
+                        + "db.execute('BEGIN IMMEDIATE')\nprint('locked', flush=True)\ntime.sleep(60)\n",
+                    directory + "/data/perch.sqlite",
+                ], output: holderOutput.fileHandleForWriting.fileDescriptor)
         }
-        defer { if holder.isRunning { kill(holder.processIdentifier, SIGKILL) } }
+        try holderOutput.fileHandleForWriting.close()
+        defer { holder.terminate(SIGKILL) }
         let locked = await onThread { holderOutput.fileHandleForReading.availableData }
         #expect(String(decoding: locked, as: UTF8.self).hasPrefix("locked"))
 
@@ -224,5 +217,7 @@ final class NotificationSocket: Sendable {
         let pluginLine = try #require(log().split(separator: "\n").first { $0.contains("hanging, pid ") })
         let pluginPid = try #require(pluginLine.split(separator: " ").last.flatMap { Int32($0) })
         #expect(try await waitUntil(.seconds(10)) { kill(pluginPid, 0) != 0 }, "plugin \(pluginPid) still runs")
+        holder.terminate(SIGKILL)
+        #expect(try await exited(holder))
     }
 }

@@ -22,15 +22,14 @@ import Testing
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let database = directory + "/perch.sqlite"
 
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: Self.buildDirectory + "/PerchStoreProbe")
-        process.arguments = [database, "1000000"]
         // In its turn, as every child of the tests (``ChildLaunch``).
-        let output = try ChildLaunch.inTurn {
+        let (process, output) = try ChildLaunch.inTurn {
             let output = Pipe()
-            process.standardOutput = output
-            try process.run()
-            return output
+            let process = try ChildProcess(
+                Self.buildDirectory + "/PerchStoreProbe", [database, "1000000"],
+                output: output.fileHandleForWriting.fileDescriptor)
+            try output.fileHandleForWriting.close()
+            return (process, output)
         }
 
         // Read acknowledgements until enough have arrived, then kill -9 mid-stream. The blocking
@@ -57,9 +56,9 @@ import Testing
             }.start()
         }
         kill(process.processIdentifier, SIGKILL)
-        // Not `waitUntilExit()`: it would hold a thread of the tests' pool.
+        // Not `waitForExit()`: it would hold a thread of the tests' pool.
         while process.isRunning { try await Task.sleep(for: .milliseconds(20)) }
-        #expect(process.terminationReason == .uncaughtSignal)
+        #expect(process.termination == .signal(SIGKILL))
         #expect(acknowledged.count >= 400)
 
         let store = try SQLiteChatStore(path: database)

@@ -149,7 +149,7 @@ import Testing
                 for try await _ in stream { received.withLock { $0 += 1 } }
             } catch {}
         }
-        let deadline = ContinuousClock.now + .seconds(5)
+        let deadline = ContinuousClock.now + .seconds(30)
         while received.withLock({ $0 }) == 0, ContinuousClock.now < deadline {
             try await Task.sleep(for: .milliseconds(5))
         }

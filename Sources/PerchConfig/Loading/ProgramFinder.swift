@@ -1,6 +1,6 @@
 import Foundation
 
-/// Finds an external plugin's program the way the host starts it (`/usr/bin/env` in the
+/// Finds an external plugin's program the way the host starts it (`posix_spawnp` in the
 /// configuration's directory): a name with a slash is a path from that directory, any other name
 /// is looked up on `PATH`.
 struct ProgramFinder: Sendable {

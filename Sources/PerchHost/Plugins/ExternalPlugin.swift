@@ -38,7 +38,7 @@ final class ExternalPlugin: BotPlugin, @unchecked Sendable {
     private let hooks = Lock<(logger: HostLogger?, metrics: HostMetrics?, bot: BotIdentity?)>((nil, nil, nil))
 
     struct State {
-        var process: Process?
+        var process: ChildProcess?
         var input: PluginInput?
         var nextId = 0
         var pending: [Int: CheckedContinuation<JSONValue, any Error>] = [:]
@@ -300,29 +300,31 @@ final class ExternalPlugin: BotPlugin, @unchecked Sendable {
     }
 
     private func start() throws -> PluginInput {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        // SIGPIPE back to its default for the child: the host ignores it (a write to a reader gone
-        // is an error to handle, not the end of the host), and an ignored signal stays ignored in
-        // the programs a process starts, so `producer | head` in a shell plugin went on writing
-        // into the closed pipe. (`env --default-signal`, coreutils 8.31 on.)
-        process.arguments = ["--default-signal=PIPE", "--"] + command
-        if let workingDirectory, !workingDirectory.isEmpty {
-            process.currentDirectoryURL = URL(fileURLWithPath: workingDirectory)
-        }
-        process.terminationHandler = { [weak self] finished in self?.exited(finished) }
+        // Every signal back to its default for the child (``ChildProcess``): the host ignores
+        // SIGPIPE (a write to a reader gone is an error to handle, not the end of the host), and an
+        // ignored signal stays ignored in the programs a process starts, so `producer | head` in a
+        // shell plugin went on writing into the closed pipe.
+        let directory = workingDirectory.flatMap { $0.isEmpty ? nil : $0 }
         // The pipes made and the child started in one turn (``ChildLaunch``).
-        let (stdin, stdout, stderr) = try ChildLaunch.inTurn { () throws(PluginFailure) -> (Pipe, Pipe, Pipe) in
+        let (process, stdin, stdout, stderr) = try ChildLaunch.inTurn {
+            () throws(PluginFailure) -> (ChildProcess, Pipe, Pipe, Pipe) in
             let (stdin, stdout, stderr) = (Pipe(), Pipe(), Pipe())
-            process.standardInput = stdin
-            process.standardOutput = stdout
-            process.standardError = stderr
+            let process: ChildProcess
             do {
-                try process.run()
+                process = try ChildProcess(
+                    command[0], Array(command.dropFirst()), directory: directory,
+                    input: stdin.fileHandleForReading.fileDescriptor,
+                    output: stdout.fileHandleForWriting.fileDescriptor,
+                    error: stderr.fileHandleForWriting.fileDescriptor
+                ) { [weak self] finished in self?.exited(finished) }
             } catch {
                 throw PluginFailure(description: "cannot start \(command.joined(separator: " ")): \(error)")
             }
-            return (stdin, stdout, stderr)
+            // The child's ends are the child's: its exit must end the reader's pipe.
+            try? stdin.fileHandleForReading.close()
+            try? stdout.fileHandleForWriting.close()
+            try? stderr.fileHandleForWriting.close()
+            return (process, stdin, stdout, stderr)
         }
         let input = PluginInput(stdin.fileHandleForWriting, plugin: pluginName)
         state.withLock { state in
@@ -344,7 +346,7 @@ final class ExternalPlugin: BotPlugin, @unchecked Sendable {
         return input
     }
 
-    private func read(_ handle: FileHandle, process: Process) {
+    private func read(_ handle: FileHandle, process: ChildProcess) {
         Self.readLines(handle, logger: logger, plugin: pluginName) { [weak self] line in self?.receive(line) }
     }
 
@@ -442,7 +444,7 @@ final class ExternalPlugin: BotPlugin, @unchecked Sendable {
         _ = state.withLock { $0.input }?.write(Data(line.utf8))
     }
 
-    private func exited(_ process: Process) {
+    private func exited(_ process: ChildProcess) {
         let (orphans, delay) = state.withLock { state -> ([CheckedContinuation<JSONValue, any Error>], Double) in
             guard state.process === process else { return ([], 0) }
             return state.forget()
@@ -459,7 +461,8 @@ final class ExternalPlugin: BotPlugin, @unchecked Sendable {
     /// instead of writing into the dying one. Returns whether there was a child to stop.
     @discardableResult
     func stop() -> Bool {
-        let (process, orphans) = state.withLock { state -> (Process?, [CheckedContinuation<JSONValue, any Error>]) in
+        let (process, orphans) = state.withLock {
+            state -> (ChildProcess?, [CheckedContinuation<JSONValue, any Error>]) in
             guard let process = state.process else { return (nil, []) }
             let (orphans, _) = state.forget()
             return (process, orphans)
@@ -470,18 +473,16 @@ final class ExternalPlugin: BotPlugin, @unchecked Sendable {
         guard let process else { return false }
         guard process.isRunning else { return true }
         process.terminate()
-        let pid = process.processIdentifier
         Task.detached {
             try? await Task.sleep(for: .milliseconds(500))
-            if process.isRunning { kill(pid, SIGKILL) }
+            process.terminate(SIGKILL)
         }
         return true
     }
 
     /// Kills the child at once (SIGKILL), with no wait: the host is exiting without its stop.
     func killNow() {
-        guard let process = state.withLock({ $0.process }), process.isRunning else { return }
-        kill(process.processIdentifier, SIGKILL)
+        state.withLock { $0.process }?.terminate(SIGKILL)
     }
 
     // MARK: JSON

@@ -1,0 +1,124 @@
+import CSched
+import Foundation
+
+#if canImport(Glibc)
+    @preconcurrency import Glibc
+#endif
+
+/// A child process started with `posix_spawn` (``perch_spawn``), in place of Foundation's
+/// `Process`: Foundation lists the descriptors open in this process to close them in the child,
+/// and its listing copies each directory entry's whole name field, reading past the end of the
+/// directory's buffer: with about 1,365 descriptors open (a host with many connections, the
+/// tests at their busiest) a child's start crashed the process now and then. Here the child gets
+/// its standard input, output and error and nothing else (`closefrom(3)` in the child), every
+/// signal at its default, and a process group of its own; a thread of its own waits for its exit.
+public final class ChildProcess: Sendable {
+    /// How the child ended.
+    public enum Termination: Sendable, Equatable {
+        /// It exited with this status.
+        case exit(Int32)
+        /// A signal ended it.
+        case signal(Int32)
+    }
+
+    public struct SpawnError: Error, CustomStringConvertible {
+        public let program: String
+        public let code: Int32
+        public var description: String { "cannot start \(program): \(String(cString: strerror(code)))" }
+    }
+
+    public let processIdentifier: Int32
+    private let ended: Lock<Termination?>
+    private let exitSeen = DispatchSemaphore(value: 0)
+
+    /// Starts `program` (looked up in `PATH` when it has no slash) with `arguments`.
+    /// - Parameters:
+    ///   - environment: the child's environment; nil: this process's.
+    ///   - directory: where the child starts; nil: here.
+    ///   - input, output, error: the descriptors the child gets as 0, 1 and 2; nil: `/dev/null`.
+    ///     The caller keeps its own and closes them when it no longer needs them.
+    ///   - onExit: called once, on the waiting thread, when the child has ended.
+    public init(
+        _ program: String, _ arguments: [String] = [], environment: [String: String]? = nil,
+        directory: String? = nil, input: Int32? = nil, output: Int32? = nil, error: Int32? = nil,
+        onExit: (@Sendable (ChildProcess) -> Void)? = nil
+    ) throws(SpawnError) {
+        let null = open("/dev/null", O_RDWR | O_CLOEXEC)
+        defer { if null >= 0 { close(null) } }
+        let texts = [program] + arguments
+        let environmentTexts = environment.map { $0.map { "\($0.key)=\($0.value)" } }
+        var pid: Int32 = 0
+        let status = Self.withCStrings(texts) { argv in
+            Self.withCStrings(environmentTexts ?? []) { envp in
+                perch_spawn(
+                    &pid, program, argv, environmentTexts == nil ? nil : envp, directory, input ?? null,
+                    output ?? null, error ?? null)
+            }
+        }
+        guard status == 0 else { throw SpawnError(program: program, code: status) }
+        processIdentifier = pid
+        ended = Lock(nil)
+        let child = pid
+        let waiter = Thread { [self] in
+            var raw: Int32 = 0
+            while waitpid(child, &raw, 0) < 0, errno == EINTR {}
+            // WIFEXITED / WEXITSTATUS / WTERMSIG, which Swift's Glibc module does not export.
+            let signal = raw & 0x7f
+            let termination: Termination = signal == 0 ? .exit((raw >> 8) & 0xff) : .signal(signal)
+            ended.withLock { $0 = termination }
+            exitSeen.signal()
+            onExit?(self)
+        }
+        waiter.name = "perch-child"
+        waiter.start()
+    }
+
+    /// Whether the child has not been seen to end yet.
+    public var isRunning: Bool { ended.withLock { $0 == nil } }
+
+    /// How it ended; nil while it runs.
+    public var termination: Termination? { ended.withLock { $0 } }
+
+    /// Its exit status, or the number of the signal that ended it (as Foundation's
+    /// `terminationStatus`); -1 while it runs.
+    public var terminationStatus: Int32 {
+        switch termination {
+        case .exit(let status)?: status
+        case .signal(let number)?: number
+        case nil: -1
+        }
+    }
+
+    /// Sends `signal` (SIGTERM by default), unless the child has been seen to end (its id may be
+    /// another process's by then).
+    public func terminate(_ signal: Int32 = SIGTERM) {
+        ended.withLock { ended in
+            if ended == nil { _ = kill(processIdentifier, signal) }
+        }
+    }
+
+    /// Blocks the calling thread until the child has ended, at most `timeout`; whether it had.
+    @discardableResult
+    public func waitForExit(timeout: Duration? = nil) -> Bool {
+        guard isRunning else { return true }
+        guard let timeout else {
+            exitSeen.wait()
+            exitSeen.signal()
+            return true
+        }
+        let seconds = Double(timeout.components.seconds) + Double(timeout.components.attoseconds) / 1e18
+        guard exitSeen.wait(timeout: .now() + seconds) == .success else { return false }
+        exitSeen.signal()
+        return true
+    }
+
+    /// `texts` as a NULL-ended array of C strings, for the length of `body`.
+    private static func withCStrings<T>(
+        _ texts: [String], _ body: (UnsafePointer<UnsafeMutablePointer<CChar>?>) -> T
+    ) -> T {
+        var pointers: [UnsafeMutablePointer<CChar>?] = texts.map { strdup($0) }
+        pointers.append(nil)
+        defer { for pointer in pointers { free(pointer) } }
+        return pointers.withUnsafeBufferPointer { body($0.baseAddress!) }
+    }
+}

@@ -79,11 +79,8 @@ final class NotificationSocket: Sendable {
     /// `perch run` under a service manager: ready only once the API answers, reloading and ready
     /// again around SIGHUP and a refused reload, stopping at SIGTERM.
     @Test func perchRunTellsTheServiceManagerWhenItIsReadyReloadsAndStops() async throws {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("perch-notify-\(UUID())").path
-        try FileManager.default.createDirectory(atPath: directory + "/bots", withIntermediateDirectories: true)
+        let (directory, config) = try notifiedHostDirectory("notify")
         defer { try? FileManager.default.removeItem(atPath: directory) }
-        let config = hostConfig + "\nserver:\n  listen: 127.0.0.1:0\n  apiKey: ${PERCH_TEST_KEY}\n"
-        try config.write(toFile: directory + "/config.yaml", atomically: true, encoding: .utf8)
         let listener = try NotificationSocket(abstract: false)
         var environment = ProcessInfo.processInfo.environment
         environment["NOTIFY_SOCKET"] = listener.name
@@ -138,17 +135,24 @@ final class NotificationSocket: Sendable {
     }
 }
 
+/// A new directory with `bots/` and a config.yaml of ``hostConfig`` with the API on a free port
+/// and its key from `PERCH_TEST_KEY`: the directory and the config's text. The caller removes it.
+func notifiedHostDirectory(_ name: String) throws -> (directory: String, config: String) {
+    let directory = FileManager.default.temporaryDirectory.appendingPathComponent("perch-\(name)-\(UUID())").path
+    try FileManager.default.createDirectory(atPath: directory + "/bots", withIntermediateDirectories: true)
+    let config = hostConfig + "\nserver:\n  listen: 127.0.0.1:0\n  apiKey: ${PERCH_TEST_KEY}\n"
+    try config.write(toFile: directory + "/config.yaml", atomically: true, encoding: .utf8)
+    return (directory, config)
+}
+
 @Suite struct SecondSignalTests {
     /// Ctrl-C twice: the first stops gracefully, which here waits for another process's write lock
     /// on the database; the second ends the process at once, saying so, with the signal's exit
     /// status. (The second did nothing: the stop ran on until the lock was freed or SQLite's busy
     /// timeout passed.)
     @Test func aSecondCtrlCDuringTheStopExitsAtOnce() async throws {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("perch-signal-\(UUID())").path
-        try FileManager.default.createDirectory(atPath: directory + "/bots", withIntermediateDirectories: true)
+        let (directory, _) = try notifiedHostDirectory("signal")
         defer { try? FileManager.default.removeItem(atPath: directory) }
-        let config = hostConfig + "\nserver:\n  listen: 127.0.0.1:0\n  apiKey: ${PERCH_TEST_KEY}\n"
-        try config.write(toFile: directory + "/config.yaml", atomically: true, encoding: .utf8)
         let script = ExternalPluginTests.fixtures + "/misbehaving_plugin.py"
         let bot = botFile(
             """

@@ -163,14 +163,13 @@ func benchmarkStoreLimit() async throws {
     var fields: [String: Any] = ["perch_sends_per_s": perch.rounded(), "sends": sends, "senders": 64]
     if let limit = ProcessInfo.processInfo.environment["PERCH_SQLITE_LIMIT"] {
         func plain(sends: Int, batch: Int, file: String) throws -> [String: Any] {
-            let process = Process()
             let output = Pipe()
-            process.executableURL = URL(fileURLWithPath: limit)
-            process.arguments = [chat.store.path, chat.directory + "/" + file, String(sends), String(batch)]
-            process.standardOutput = output
-            try process.run()
-            process.waitUntilExit()
+            let process = try ChildProcess(
+                limit, [chat.store.path, chat.directory + "/" + file, String(sends), String(batch)],
+                output: output.fileHandleForWriting.fileDescriptor)
+            try output.fileHandleForWriting.close()
             let data = output.fileHandleForReading.readDataToEndOfFile()
+            process.waitForExit()
             return try JSONSerialization.jsonObject(with: data) as? [String: Any] ?? [:]
         }
         let batched = try plain(sends: sends, batch: 64, file: "plain.sqlite")

@@ -8,8 +8,8 @@
 /// plugins started at once (two bots' first events) could so hide one's crash behind the other,
 /// and one test's short command wait for another test's host. Taking turns here, the pipes and the
 /// spawn of one child come between those of any other. (A ``ChildProcess`` gets no descriptor but
-/// its three whatever else is open, so the host and the tests, which start every child so, need the
-/// turn only beside a Foundation `Process`: the benchmarks' drivers still start theirs with one.)
+/// its three whatever else is open, and the host, the tests and the benchmarks start every child
+/// so: the turn matters again only if a Foundation `Process` comes back.)
 public enum ChildLaunch {
     private static let turn = Lock(())
 

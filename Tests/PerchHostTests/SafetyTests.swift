@@ -265,6 +265,17 @@ import Testing
             #expect(described.contains("helper / answer-mentions:\n  - quote_reply: Hi Carol!"))
             #expect(described.contains("moderator / word-list:\n  - delete"))
             #expect(!described.contains("announcer"))
+            // Options are told, not only the action's name; and each dry run is matched on its own
+            // text (the first one's listed word was remembered for the next: both have id 0).
+            let announcement = try await chat.host.dryRun(as: "alice", to: .group("announcements"), text: "Friday")
+            #expect(
+                announcement.map(\.description) == [
+                    "announcer / pin-announcements:\n  - pin as app_system, unpinning its own oldest pin when the "
+                        + "conversation is full"
+                ])
+            let follow = try await chat.host.dryRun(as: "carol", to: .group("general"), thread: 1, text: "!follow")
+            #expect(
+                follow.map(\.description).contains("thread-follow / follow:\n  - plugin thread-follow"), "\(follow)")
             try await chat.settle()
             #expect(try await chat.messages(in: .group("general")).filter { $0.sender != "carol" }.isEmpty)
         }

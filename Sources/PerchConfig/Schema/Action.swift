@@ -59,6 +59,25 @@ public enum Action: Sendable, Equatable {
         }
     }
 
+    /// The action as `perch dry-run` tells it, its options spelled out: `pin as app_system,
+    /// unpinning its own oldest pin when the conversation is full`, `subscribe the sender`,
+    /// `plugin karma`. (An action that sends a text is told with the text, by the caller.)
+    public var summary: String {
+        switch self {
+        case .pin(let asSystem, let whenFull):
+            return "pin" + (asSystem ? " as app_system" : "")
+                + (whenFull == .unpinOldest ? ", unpinning its own oldest pin when the conversation is full" : "")
+        case .subscribe(let who), .unsubscribe(let who):
+            switch who {
+            case .sender: return name + " the sender"
+            case .self: return name + " the bot"
+            case .user(let uid): return name + " " + uid
+            }
+        case .plugin(let plugin): return "plugin " + plugin
+        default: return name
+        }
+    }
+
     /// The template the action sends, if any.
     public var template: Template? {
         switch self {

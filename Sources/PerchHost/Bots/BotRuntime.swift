@@ -402,6 +402,8 @@ final class MatchCache: Sendable {
 
     func lists(for message: Message, matcher: WordListMatcher) -> Set<Int> {
         guard matcher.listCount > 0, let text = message.text else { return [] }
+        // A message not stored (a dry run's, id 0) is not remembered: the next one has id 0 too.
+        guard message.id > 0 else { return matcher.matchingLists(in: text) }
         let key = MatchKey(id: message.id, editedAt: message.editedAt)
         if let cached = entries.withLock({ $0[key] }) { return cached }
         let result = matcher.matchingLists(in: text)

@@ -121,7 +121,7 @@ extension BotHost {
             for decision in runtime.decide(facts) {
                 let context = runtime.makeContext(facts, captures: decision.captures)
                 let described = decision.actions.map { action -> String in
-                    guard let template = action.template else { return action.name }
+                    guard let template = action.template else { return action.summary }
                     return "\(action.name): \(runtime.render(template, context))"
                 }
                 results.append(DryRunResult(bot: name, rule: decision.rule, actions: described))

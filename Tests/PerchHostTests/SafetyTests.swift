@@ -273,9 +273,29 @@ import Testing
                     "announcer / pin-announcements:\n  - pin as app_system, unpinning its own oldest pin when the "
                         + "conversation is full"
                 ])
-            let follow = try await chat.host.dryRun(as: "carol", to: .group("general"), thread: 1, text: "!follow")
+            let root = try await chat.post("Release notes", as: "carol", to: .group("general"))
+            let follow = try await chat.host.dryRun(
+                as: "carol", to: .group("general"), thread: root.id, text: "!follow")
             #expect(
                 follow.map(\.description).contains("thread-follow / follow:\n  - plugin thread-follow"), "\(follow)")
+            // A message the service would refuse is refused here too, not answered "no bot would act".
+            let refusals: [(String, Receiver, Int64?, ChatError.Code)] = [
+                ("nobody", .group("general"), nil, .uidNotFound),
+                ("carol", .group("nope"), nil, .guidNotFound),
+                ("erin", .group("general"), nil, .groupNotJoined),
+                ("carol", .group("general"), 999_999, .messageIdNotFound),
+            ]
+            _ = try await chat.service.createUser(uid: "erin", name: "Erin")
+            for (uid, receiver, thread, code) in refusals {
+                await #expect(throws: ChatError.self) {
+                    do {
+                        _ = try await chat.host.dryRun(as: uid, to: receiver, thread: thread, text: "hi")
+                    } catch let error as ChatError {
+                        #expect(error.code == code, "\(uid) \(receiver)")
+                        throw error
+                    }
+                }
+            }
             try await chat.settle()
             #expect(try await chat.messages(in: .group("general")).filter { $0.sender != "carol" }.isEmpty)
         }

@@ -98,11 +98,14 @@ extension BotHost {
     }
 
     /// What the bots would do with a message, without doing it (`perch dry-run`).
+    /// - Throws: the chat service's refusal when the message itself would be refused (an unknown
+    ///   sender or group, a sender not in the group, a thread root that is not there), as the send would.
     public func dryRun(as uid: String, to receiver: Receiver, thread: Int64? = nil, text: String) async throws
         -> [DryRunResult]
     {
         guard let service else { throw HostError("the host is not running") }
-        let mentions = try await service.visibleMentions(in: text, receiver: receiver, sender: uid)
+        let mentions = try await service.checkSend(
+            MessageDraft(to: receiver, text: text, parentMessageId: thread ?? 0), as: uid)
         let message = Message(
             id: 0, conversationId: receiver.conversationId(sender: uid), sender: uid, receiverType: receiver.type,
             receiverUid: receiver.id, text: text, mentionedUids: mentions, parentMessageId: thread ?? 0)

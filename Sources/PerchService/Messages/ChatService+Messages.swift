@@ -54,12 +54,12 @@ extension ChatService {
         }
     }
 
-    /// Validates, inserts and announces one message inside `tx` (to everyone who can see it but the
-    /// sender's `session`); returns its live form.
-    static func insert(
-        _ tx: any ChatWriteTransaction, _ draft: MessageDraft, from sender: String, at now: Int64,
-        category: MessageCategory, defaults: NotificationPreferences, session: String?
-    ) throws -> Message {
+    /// The checks of a send that read the store: the receiver, the sender's right to post there, the
+    /// thread's root and the quoted message; answers the conversation, the root and the mentions
+    /// kept.
+    static func check(_ tx: any ChatReadTransaction, _ draft: MessageDraft, from sender: String) throws
+        -> (conversationId: String, parent: Message?, mentioned: [String])
+    {
         switch draft.receiver {
         case .user(let uid): _ = try requireUser(tx, uid)
         case .group(let guid): _ = try requireGroup(tx, guid)
@@ -77,6 +77,30 @@ extension ChatService {
             try QuoteRules.checkQuote(of: quoted, quotedId: draft.quotedMessageId, conversationId: conversationId)
         }
         let mentioned = try visibleMentions(tx, in: draft.text, receiver: draft.receiver, sender: sender)
+        return (conversationId, parent, mentioned)
+    }
+
+    /// Makes every check ``send(_:as:session:)`` makes, and writes nothing (`perch dry-run`): the
+    /// mentions the message would keep.
+    /// - Throws: as ``send(_:as:session:)``.
+    public func checkSend(_ draft: MessageDraft, as sender: String) async throws(ChatError) -> [String] {
+        try MessageRules.checkContent(draft, maximumTextBytes: settings.messageTextBytes)
+        guard draft.parentMessageId >= 0, draft.quotedMessageId >= 0 else {
+            throw .badRequest("parentMessageId", "must not be negative")
+        }
+        return try await reading { tx in
+            _ = try Self.requireUser(tx, sender)
+            return try Self.check(tx, draft, from: sender).mentioned
+        }
+    }
+
+    /// Validates, inserts and announces one message inside `tx` (to everyone who can see it but the
+    /// sender's `session`); returns its live form.
+    static func insert(
+        _ tx: any ChatWriteTransaction, _ draft: MessageDraft, from sender: String, at now: Int64,
+        category: MessageCategory, defaults: NotificationPreferences, session: String?
+    ) throws -> Message {
+        let (conversationId, parent, mentioned) = try check(tx, draft, from: sender)
         var message = Message(
             muid: draft.muid, conversationId: conversationId, sender: sender, receiverType: draft.receiver.type,
             receiverUid: draft.receiver.id, type: draft.type, category: category, text: draft.text, data: draft.data,
@@ -238,15 +262,6 @@ extension ChatService {
     static func afterDelete(_ tx: any ChatWriteTransaction, _ message: Message, at now: Int64) throws {
         try tx.removeSaves(of: message.id)
         if !message.isReply { try tx.removeSubscriptions(of: message.id) }
-    }
-}
-
-extension ChatService {
-    /// The uids of `<@uid:…>` tokens in `text` who could see a message sent to `receiver`.
-    public func visibleMentions(in text: String, receiver: Receiver, sender: String) async throws(ChatError)
-        -> [String]
-    {
-        try await reading { tx in try Self.visibleMentions(tx, in: text, receiver: receiver, sender: sender) }
     }
 }
 

@@ -206,6 +206,10 @@ public enum RunCommand {
             let results = try await host.dryRun(as: uid, to: receiver, thread: thread, text: text)
             print(results.isEmpty ? "no bot would act" : results.map(\.description).joined(separator: "\n"))
             return 0
+        } catch let error as ChatError {
+            // As `perch send` says a refusal: the code, then the reason.
+            FileHandle.standardError.write(Data("perch: \(error.code.rawValue): \(error.message)\n".utf8))
+            return 1
         } catch {
             FileHandle.standardError.write(Data("perch: \(error)\n".utf8))
             return 1

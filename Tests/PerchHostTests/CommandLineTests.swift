@@ -42,6 +42,14 @@ func withShippedCopy(_ body: (_ directory: String) async throws -> Void) async t
                     "  - direct_message: Your message in general was removed: it contains a word this space does not allow.",
                 ])
             #expect(dry.errors.isEmpty)
+            // A message the service would refuse: its code and reason, as `perch send` says them.
+            let refused = try await run(
+                HostCrashTests.buildDirectory + "/perch",
+                ["dry-run", "--config", directory + "/config.yaml", "--as", "dave", "--group", "nope", "hi"],
+                together: false)
+            #expect(refused.status == 1)
+            #expect(refused.output.isEmpty)
+            #expect(refused.errors == "perch: ERR_GUID_NOT_FOUND: Group nope does not exist.\n", "\(refused.errors)")
         }
     }
 

@@ -226,6 +226,26 @@ import Testing
         }
     }
 
+    /// A plugin whose program is not there (perch check warns of it) fails each event it is given,
+    /// saying why once, and the other bots answer on.
+    @Test func aPluginWhoseProgramIsMissingFailsSayingWhy() async throws {
+        let bad = botFile(
+            """
+              - on: { command: do }
+                do: [{ plugin: gone }]
+            """, extra: "hears: commands\nplugins:\n  - name: gone\n    exec: [perch-no-such-plugin, --flag]")
+        try await withTestHost(config: hostConfig, bots: ["b.yaml": bad, "good.yaml": Self.pongBot]) { chat in
+            try await chat.post("!do it", as: "carol", to: .group("room"))
+            try await chat.post("!ping 1", as: "carol", to: .group("room"))
+            _ = try await chat.waitForMessage(in: .group("room")) { $0.text == "pong 1" }
+            try await chat.settle()
+            let failed = await chat.log.filter { $0.contains("plugin gone failed") }
+            #expect(
+                failed.last?.contains("cannot start perch-no-such-plugin --flag: No such file or directory") == true,
+                "\(failed)")
+        }
+    }
+
     @Test func aCrashingAHangingAndAGarbagePluginDoNotStopOtherBots() async throws {
         let script = Self.fixtures + "/misbehaving_plugin.py"
         let bad = botFile(

@@ -318,7 +318,9 @@ final class ExternalPlugin: BotPlugin, @unchecked Sendable {
                     error: stderr.fileHandleForWriting.fileDescriptor
                 ) { [weak self] finished in self?.exited(finished) }
             } catch {
-                throw PluginFailure(description: "cannot start \(command.joined(separator: " ")): \(error)")
+                let reason = (error as? ChildProcess.SpawnError).map { String(cString: strerror($0.code)) }
+                throw PluginFailure(
+                    description: "cannot start \(command.joined(separator: " ")): \(reason ?? "\(error)")")
             }
             // The child's ends are the child's: its exit must end the reader's pipe.
             try? stdin.fileHandleForReading.close()

@@ -12,6 +12,8 @@ import Foundation
 /// tests at their busiest) a child's start crashed the process now and then. Here the child gets
 /// its standard input, output and error and nothing else (`closefrom(3)` in the child), every
 /// signal at its default, and a process group of its own; a thread of its own waits for its exit.
+/// So a pipe another thread makes meanwhile (Foundation's `Pipe` is not close-on-exec) never
+/// reaches a child, and children need not take turns to start (Foundation's did).
 public final class ChildProcess: Sendable {
     /// How the child ended.
     public enum Termination: Sendable, Equatable {
@@ -24,7 +26,9 @@ public final class ChildProcess: Sendable {
     public struct SpawnError: Error, CustomStringConvertible {
         public let program: String
         public let code: Int32
-        public var description: String { "cannot start \(program): \(String(cString: strerror(code)))" }
+        /// Why, in the system's words ("No such file or directory").
+        public var reason: String { String(cString: strerror(code)) }
+        public var description: String { "cannot start \(program): \(reason)" }
     }
 
     public let processIdentifier: Int32
@@ -48,8 +52,8 @@ public final class ChildProcess: Sendable {
         let texts = [program] + arguments
         let environmentTexts = environment.map { $0.map { "\($0.key)=\($0.value)" } }
         var pid: Int32 = 0
-        let status = Self.withCStrings(texts) { argv in
-            Self.withCStrings(environmentTexts ?? []) { envp in
+        let status = withCStrings(texts) { argv in
+            withCStrings(environmentTexts ?? []) { envp in
                 perch_spawn(
                     &pid, program, argv, environmentTexts == nil ? nil : envp, directory, input ?? null,
                     output ?? null, error ?? null)
@@ -97,28 +101,17 @@ public final class ChildProcess: Sendable {
         }
     }
 
-    /// Blocks the calling thread until the child has ended, at most `timeout`; whether it had.
-    @discardableResult
-    public func waitForExit(timeout: Duration? = nil) -> Bool {
-        guard isRunning else { return true }
-        guard let timeout else {
-            exitSeen.wait()
-            exitSeen.signal()
-            return true
-        }
-        let seconds = Double(timeout.components.seconds) + Double(timeout.components.attoseconds) / 1e18
-        guard exitSeen.wait(timeout: .now() + seconds) == .success else { return false }
+    /// Blocks the calling thread until the child has ended.
+    public func waitForExit() {
+        guard isRunning else { return }
+        exitSeen.wait()
         exitSeen.signal()
-        return true
     }
+}
 
-    /// `texts` as a NULL-ended array of C strings, for the length of `body`.
-    private static func withCStrings<T>(
-        _ texts: [String], _ body: (UnsafePointer<UnsafeMutablePointer<CChar>?>) -> T
-    ) -> T {
-        var pointers: [UnsafeMutablePointer<CChar>?] = texts.map { strdup($0) }
-        pointers.append(nil)
-        defer { for pointer in pointers { free(pointer) } }
-        return pointers.withUnsafeBufferPointer { body($0.baseAddress!) }
-    }
+/// `strings` as a NULL-ended array of C strings (an `argv` or `envp`), for the length of `body`.
+public func withCStrings<T>(_ strings: [String], _ body: ([UnsafeMutablePointer<CChar>?]) -> T) -> T {
+    let pointers = strings.map { strdup($0) } + [nil]
+    defer { pointers.forEach { free($0) } }
+    return body(pointers)
 }

@@ -1,4 +1,5 @@
 import Foundation
+import PerchLock
 import Synchronization
 
 #if canImport(Glibc)
@@ -541,11 +542,4 @@ func stop(_ pid: pid_t) -> [String: Any] {
         "server_cpu_s": Double(usage.ru_utime.tv_sec) + Double(usage.ru_utime.tv_usec) / 1e6
             + Double(usage.ru_stime.tv_sec) + Double(usage.ru_stime.tv_usec) / 1e6,
     ]
-}
-
-/// Calls `body` with a NULL-terminated C array of `strings`.
-func withCStrings<T>(_ strings: [String], _ body: ([UnsafeMutablePointer<CChar>?]) -> T) -> T {
-    let pointers = strings.map { strdup($0) } + [nil]
-    defer { pointers.forEach { free($0) } }
-    return body(pointers)
 }

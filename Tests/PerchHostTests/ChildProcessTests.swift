@@ -12,11 +12,9 @@ import Testing
         _ script: String, environment: [String: String]? = nil, directory: String? = nil
     ) async throws -> (output: String, process: ChildProcess) {
         let output = Pipe()
-        let process = try ChildLaunch.inTurn {
-            try ChildProcess(
-                "sh", ["-c", script], environment: environment, directory: directory,
-                output: output.fileHandleForWriting.fileDescriptor)
-        }
+        let process = try ChildProcess(
+            "sh", ["-c", script], environment: environment, directory: directory,
+            output: output.fileHandleForWriting.fileDescriptor)
         try output.fileHandleForWriting.close()
         let written = await onThread { output.fileHandleForReading.readDataToEndOfFile() }
         #expect(try await exited(process))

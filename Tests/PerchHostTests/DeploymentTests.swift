@@ -58,14 +58,11 @@ import Testing
         var environment = ProcessInfo.processInfo.environment
         environment["NOTIFY_SOCKET"] = listener.name
         environment["PERCH_API_KEY"] = "a-key-from-the-environment-file"
-        let (process, output) = try ChildLaunch.inTurn {
-            let output = Pipe()
-            let process = try ChildProcess(
-                HostCrashTests.buildDirectory + "/perch", arguments, environment: environment,
-                error: output.fileHandleForWriting.fileDescriptor)
-            try output.fileHandleForWriting.close()
-            return (process, output)
-        }
+        let output = Pipe()
+        let process = try ChildProcess(
+            HostCrashTests.buildDirectory + "/perch", arguments, environment: environment,
+            error: output.fileHandleForWriting.fileDescriptor)
+        try output.fileHandleForWriting.close()
         defer { if process.isRunning { process.terminate() } }
         #expect(await listener.next()?.hasPrefix("READY=1\n") == true)
         kill(process.processIdentifier, SIGHUP)

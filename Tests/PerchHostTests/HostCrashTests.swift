@@ -15,10 +15,8 @@ import Testing
     }
 
     func startHost(_ directory: String) throws -> ChildProcess {
-        try ChildLaunch.inTurn {
-            try ChildProcess(
-                Self.buildDirectory + "/perch", ["run", "--config", directory + "/config.yaml", "--log-format", "json"])
-        }
+        try ChildProcess(
+            Self.buildDirectory + "/perch", ["run", "--config", directory + "/config.yaml", "--log-format", "json"])
     }
 
     func pongs(_ service: ChatService) async throws -> [String] {

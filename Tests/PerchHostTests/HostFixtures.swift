@@ -109,22 +109,19 @@ private func runToEnd(
     _ program: String, _ arguments: [String], environment: [String: String]?, directory: String?,
     input: String?, together: Bool
 ) throws -> ProgramRun {
-    // The pipes made and the child started in one turn (``ChildLaunch``), as every child of the
-    // tests and the host's plugins: a ``ChildProcess``, not Foundation's `Process`, whose start read
-    // past a buffer when the tests had about 1,365 descriptors open (and crashed them).
-    let (process, output, errors, stdin) = try ChildLaunch.inTurn {
-        let output = Pipe()
-        let errors = together ? output : Pipe()
-        let stdin = Pipe()
-        let process = try ChildProcess(
-            program, arguments, environment: environment, directory: directory,
-            input: input == nil ? nil : stdin.fileHandleForReading.fileDescriptor,
-            output: output.fileHandleForWriting.fileDescriptor, error: errors.fileHandleForWriting.fileDescriptor)
-        try stdin.fileHandleForReading.close()
-        try output.fileHandleForWriting.close()
-        if !together { try errors.fileHandleForWriting.close() }
-        return (process, output, errors, stdin)
-    }
+    // A ``ChildProcess``, as every child of the tests and the host's plugins, not Foundation's
+    // `Process`, whose start read past a buffer when the tests had about 1,365 descriptors open (and
+    // crashed them).
+    let output = Pipe()
+    let errors = together ? output : Pipe()
+    let stdin = Pipe()
+    let process = try ChildProcess(
+        program, arguments, environment: environment, directory: directory,
+        input: input == nil ? nil : stdin.fileHandleForReading.fileDescriptor,
+        output: output.fileHandleForWriting.fileDescriptor, error: errors.fileHandleForWriting.fileDescriptor)
+    try stdin.fileHandleForReading.close()
+    try output.fileHandleForWriting.close()
+    if !together { try errors.fileHandleForWriting.close() }
     if let input {
         stdin.fileHandleForWriting.write(Data(input.utf8))
         try stdin.fileHandleForWriting.close()

@@ -85,11 +85,9 @@ final class NotificationSocket: Sendable {
         var environment = ProcessInfo.processInfo.environment
         environment["NOTIFY_SOCKET"] = listener.name
         environment["PERCH_TEST_KEY"] = "a-test-key-of-some-length"
-        let process = try ChildLaunch.inTurn {
-            try ChildProcess(
-                HostCrashTests.buildDirectory + "/perch", ["run", "--config", directory + "/config.yaml"],
-                environment: environment)
-        }
+        let process = try ChildProcess(
+            HostCrashTests.buildDirectory + "/perch", ["run", "--config", directory + "/config.yaml"],
+            environment: environment)
         defer { process.terminate() }
 
         let ready = try #require(await listener.next())
@@ -167,11 +165,9 @@ func notifiedHostDirectory(_ name: String) throws -> (directory: String, config:
         environment["NOTIFY_SOCKET"] = listener.name
         environment["PERCH_TEST_KEY"] = "a-test-key-of-some-length"
         let logFile = try #require(FileHandle(forWritingAtPath: logPath))
-        let process = try ChildLaunch.inTurn {
-            try ChildProcess(
-                HostCrashTests.buildDirectory + "/perch", ["run", "--config", directory + "/config.yaml"],
-                environment: environment, error: logFile.fileDescriptor)
-        }
+        let process = try ChildProcess(
+            HostCrashTests.buildDirectory + "/perch", ["run", "--config", directory + "/config.yaml"],
+            environment: environment, error: logFile.fileDescriptor)
         try logFile.close()
         defer { process.terminate(SIGKILL) }
         func log() -> String { (try? String(contentsOfFile: logPath, encoding: .utf8)) ?? "" }
@@ -190,17 +186,15 @@ func notifiedHostDirectory(_ name: String) throws -> (directory: String, config:
         // Another process holds the database's write lock (a `sqlite3` shell left in a transaction,
         // a backup): the bot's last cursor save waits for it, and with it the stop.
         let holderOutput = Pipe()
-        let holder = try ChildLaunch.inTurn {
-            try ChildProcess(
-                "python3",
-                [
-                    "-c",
-                    "import sqlite3, sys, time\n"
-                        + "db = sqlite3.connect(sys.argv[1], isolation_level=None)\n"
-                        + "db.execute('BEGIN IMMEDIATE')\nprint('locked', flush=True)\ntime.sleep(60)\n",
-                    directory + "/data/perch.sqlite",
-                ], output: holderOutput.fileHandleForWriting.fileDescriptor)
-        }
+        let holder = try ChildProcess(
+            "python3",
+            [
+                "-c",
+                "import sqlite3, sys, time\n"
+                    + "db = sqlite3.connect(sys.argv[1], isolation_level=None)\n"
+                    + "db.execute('BEGIN IMMEDIATE')\nprint('locked', flush=True)\ntime.sleep(60)\n",
+                directory + "/data/perch.sqlite",
+            ], output: holderOutput.fileHandleForWriting.fileDescriptor)
         try holderOutput.fileHandleForWriting.close()
         defer { holder.terminate(SIGKILL) }
         let locked = await onThread { holderOutput.fileHandleForReading.availableData }

@@ -22,15 +22,11 @@ import Testing
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let database = directory + "/perch.sqlite"
 
-        // In its turn, as every child of the tests (``ChildLaunch``).
-        let (process, output) = try ChildLaunch.inTurn {
-            let output = Pipe()
-            let process = try ChildProcess(
-                Self.buildDirectory + "/PerchStoreProbe", [database, "1000000"],
-                output: output.fileHandleForWriting.fileDescriptor)
-            try output.fileHandleForWriting.close()
-            return (process, output)
-        }
+        let output = Pipe()
+        let process = try ChildProcess(
+            Self.buildDirectory + "/PerchStoreProbe", [database, "1000000"],
+            output: output.fileHandleForWriting.fileDescriptor)
+        try output.fileHandleForWriting.close()
 
         // Read acknowledgements until enough have arrived, then kill -9 mid-stream. The blocking
         // reads run on a thread of their own, off the concurrency pool the other tests need.

@@ -436,9 +436,7 @@ public actor BotHost {
                 first.withLock { $0.take() }?.resume()
             }
         }
-        for runtime in runtimes.withLock({ Array($0.values) }) {
-            for plugin in runtime.bot.plugins.values { (plugin as? ExternalPlugin)?.stop() }
-        }
+        for plugin in externalPlugins { plugin.stop() }
         await store?.close()
         state = .stopped
         logger.info("stopped")
@@ -448,9 +446,12 @@ public actor BotHost {
     /// without its stop: plugins read their requests from the host's pipe and would otherwise go
     /// on until they next read it.
     public nonisolated func killPluginsNow() {
-        for runtime in runtimes.withLock({ Array($0.values) }) {
-            for plugin in runtime.bot.plugins.values { (plugin as? ExternalPlugin)?.killNow() }
-        }
+        for plugin in externalPlugins { plugin.killNow() }
+    }
+
+    /// The running bots' external plugins.
+    nonisolated var externalPlugins: [ExternalPlugin] {
+        runtimes.withLock { $0.values.flatMap { $0.bot.plugins.values.compactMap { $0 as? ExternalPlugin } } }
     }
 
     /// The bot runtimes by name (tests, dry runs).

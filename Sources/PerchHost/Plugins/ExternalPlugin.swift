@@ -305,29 +305,21 @@ final class ExternalPlugin: BotPlugin, @unchecked Sendable {
         // ignored signal stays ignored in the programs a process starts, so `producer | head` in a
         // shell plugin went on writing into the closed pipe.
         let directory = workingDirectory.flatMap { $0.isEmpty ? nil : $0 }
-        // The pipes made and the child started in one turn (``ChildLaunch``).
-        let (process, stdin, stdout, stderr) = try ChildLaunch.inTurn {
-            () throws(PluginFailure) -> (ChildProcess, Pipe, Pipe, Pipe) in
-            let (stdin, stdout, stderr) = (Pipe(), Pipe(), Pipe())
-            let process: ChildProcess
-            do {
-                process = try ChildProcess(
-                    command[0], Array(command.dropFirst()), directory: directory,
-                    input: stdin.fileHandleForReading.fileDescriptor,
-                    output: stdout.fileHandleForWriting.fileDescriptor,
-                    error: stderr.fileHandleForWriting.fileDescriptor
-                ) { [weak self] finished in self?.exited(finished) }
-            } catch {
-                let reason = (error as? ChildProcess.SpawnError).map { String(cString: strerror($0.code)) }
-                throw PluginFailure(
-                    description: "cannot start \(command.joined(separator: " ")): \(reason ?? "\(error)")")
-            }
-            // The child's ends are the child's: its exit must end the reader's pipe.
-            try? stdin.fileHandleForReading.close()
-            try? stdout.fileHandleForWriting.close()
-            try? stderr.fileHandleForWriting.close()
-            return (process, stdin, stdout, stderr)
+        let (stdin, stdout, stderr) = (Pipe(), Pipe(), Pipe())
+        let process: ChildProcess
+        do {
+            process = try ChildProcess(
+                command[0], Array(command.dropFirst()), directory: directory,
+                input: stdin.fileHandleForReading.fileDescriptor, output: stdout.fileHandleForWriting.fileDescriptor,
+                error: stderr.fileHandleForWriting.fileDescriptor
+            ) { [weak self] finished in self?.exited(finished) }
+        } catch {
+            throw PluginFailure(description: "cannot start \(command.joined(separator: " ")): \(error.reason)")
         }
+        // The child's ends are the child's: its exit must end the reader's pipe.
+        try? stdin.fileHandleForReading.close()
+        try? stdout.fileHandleForWriting.close()
+        try? stderr.fileHandleForWriting.close()
         let input = PluginInput(stdin.fileHandleForWriting, plugin: pluginName)
         state.withLock { state in
             state.process = process

@@ -320,47 +320,38 @@ final class SQLiteTransaction: ChatWriteTransaction {
         return try db.query(sql, values, row: readMessage)
     }
 
+    /// A whole conversation's page merges its two indexes, the top level's and the thread
+    /// replies': SQLite walks both in `id` order and stops at the limit (a `MERGE (UNION ALL)` of
+    /// two index searches, no sort), so every message is in one conversation index, not two.
     static func pageSQL(_ query: MessageQuery) -> (String, [SQLValue]) {
-        var conditions: [String] = []
+        var filters: [String] = []
         var values: [SQLValue] = []
-        switch query.parentMessageId {
-        case nil:
-            conditions.append("conversation_id = ?")
-            values.append(.text(query.conversationId))
-        case 0?:
-            conditions.append("conversation_id = ? AND parent_id = 0")
-            values.append(.text(query.conversationId))
-        case let parent?:
-            // `+conversation_id` keeps SQLite on the thread index: the thread, not the conversation, is walked.
-            conditions.append("parent_id = ? AND parent_id != 0 AND +conversation_id = ?")
-            values += [.int(parent), .text(query.conversationId)]
-        }
         let ascending: Bool
         switch query.direction {
         case .before(let bound?):
-            conditions.append("id < ?")
+            filters.append("id < ?")
             values.append(.int(bound))
             ascending = false
         case .before(nil):
             ascending = false
         case .after(let bound):
-            conditions.append("id > ?")
+            filters.append("id > ?")
             values.append(.int(bound))
             ascending = true
         }
-        if query.hideDeleted { conditions.append("deleted_at = 0") }
-        if query.onlyPinned { conditions.append("pinned_at != 0") }
+        if query.hideDeleted { filters.append("deleted_at = 0") }
+        if query.onlyPinned { filters.append("pinned_at != 0") }
         if !query.categories.isEmpty {
-            conditions.append(
+            filters.append(
                 "category IN (\(Array(repeating: "?", count: query.categories.count).joined(separator: ", ")))")
             values += query.categories.map { .text($0.rawValue) }
         }
         if !query.types.isEmpty {
-            conditions.append("type IN (\(Array(repeating: "?", count: query.types.count).joined(separator: ", ")))")
+            filters.append("type IN (\(Array(repeating: "?", count: query.types.count).joined(separator: ", ")))")
             values += query.types.map { .text($0) }
         }
         if let keyword = query.searchKeyword, !keyword.isEmpty {
-            conditions.append("text LIKE ? ESCAPE '\\'")
+            filters.append("text LIKE ? ESCAPE '\\'")
             let escaped = keyword.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(
                 of: "%", with: "\\%"
             )
@@ -369,16 +360,32 @@ final class SQLiteTransaction: ChatWriteTransaction {
         }
         if !query.mentionedUids.isEmpty {
             let marks = Array(repeating: "?", count: query.mentionedUids.count).joined(separator: ", ")
-            conditions.append("id IN (SELECT message_id FROM mentions WHERE uid IN (\(marks)))")
+            filters.append("id IN (SELECT message_id FROM mentions WHERE uid IN (\(marks)))")
             values += query.mentionedUids.map { .text($0) }
         }
-        let order = ascending ? "ASC" : "DESC"
-        // Measured: without the hint SQLite walks a thread several times slower than through its index.
-        let hint = (query.parentMessageId ?? 0) != 0 ? " INDEXED BY messages_by_thread" : ""
-        let sql =
-            "SELECT \(Self.messageColumns) FROM messages\(hint) WHERE \(conditions.joined(separator: " AND ")) ORDER BY id \(order) LIMIT ?"
-        values.append(.int(Int64(query.limit)))
-        return (sql, values)
+        let conversation = SQLValue.text(query.conversationId)
+        func select(_ scope: String, _ scopeValues: [SQLValue], index: String = "") -> (String, [SQLValue]) {
+            let conditions = ([scope] + filters).joined(separator: " AND ")
+            return ("SELECT \(Self.messageColumns) FROM messages\(index) WHERE \(conditions)", scopeValues + values)
+        }
+        var (sql, all): (String, [SQLValue])
+        switch query.parentMessageId {
+        case nil:
+            let (top, topValues) = select("conversation_id = ? AND parent_id = 0", [conversation])
+            let (replies, replyValues) = select("conversation_id = ? AND parent_id != 0", [conversation])
+            (sql, all) = ("\(top) UNION ALL \(replies)", topValues + replyValues)
+        case 0?:
+            (sql, all) = select("conversation_id = ? AND parent_id = 0", [conversation])
+        case let parent?:
+            // `+conversation_id` keeps SQLite on the thread index: the thread, not the conversation, is
+            // walked. Measured: without the hint SQLite walks a thread several times slower than through it.
+            (sql, all) = select(
+                "parent_id = ? AND parent_id != 0 AND +conversation_id = ?", [.int(parent), conversation],
+                index: " INDEXED BY messages_by_thread")
+        }
+        sql += " ORDER BY id \(ascending ? "ASC" : "DESC") LIMIT ?"
+        all.append(.int(Int64(query.limit)))
+        return (sql, all)
     }
 
     // MARK: Pins and saves

@@ -270,5 +270,14 @@ enum Schema {
         ) WITHOUT ROWID;
         ALTER TABLE cursors ADD COLUMN saved_at INTEGER NOT NULL DEFAULT 0;
         """,
+        // 10: every message in one conversation index, not two. `messages_by_conversation` held
+        // every message and `messages_top_level` the top-level ones again, so a top-level send
+        // wrote both. Now the top level and the thread replies each have their own, and a whole
+        // conversation's page merges the two (`SQLiteTransaction.pageSQL`): a page still reads
+        // O(limit) rows, and a send changes one b-tree less (BENCHMARKS.md, thirty-second session).
+        """
+        DROP INDEX messages_by_conversation;
+        CREATE INDEX messages_replies_by_conversation ON messages (conversation_id, id) WHERE parent_id != 0;
+        """,
     ]
 }

@@ -50,6 +50,16 @@ import Testing
         }
         #expect(tables.count == 3)
         #expect(tables.allSatisfy { !$0.contains("AUTOINCREMENT") })
+        // Schema 10: every message is in one conversation index, the top level's or the replies'.
+        let indexes = try await store.read { tx in
+            try (tx as! SQLiteTransaction).db.query(
+                "SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'messages' AND name LIKE '%conversation%' OR name = 'messages_top_level'"
+            ) { $0.text(0) }
+        }
+        #expect(Set(indexes) == ["messages_top_level", "messages_replies_by_conversation"])
+        let reply = try await service.send(MessageDraft(to: .group("g"), text: "reply", parentMessageId: 41), as: "ben")
+        let page = try await service.fetchPrevious(MessagesRequest(guid: "g", categories: [.message]), as: "ben")
+        #expect(page.messages.map(\.id) == [41, 42, reply.id])
         // The file keeps the page size it was made with (SQLite's default then).
         #expect(try await pageSize(of: store) == 4_096)
         await store.close()

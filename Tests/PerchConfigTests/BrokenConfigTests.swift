@@ -325,6 +325,16 @@ let brokenCases: [BrokenCase] = [
         "name: b\nuser: {uid: x}\nsystem: true\nrules:\n  - on: message\n    do:\n      - pin: {as: app_system, when_full: unpin_olderst}\n",
         "bots/b.yaml:7:42: error: rules[0].do[0].pin.when_full: unknown value 'unpin_olderst'; did you mean 'unpin_oldest'? (expected one of: refuse, unpin_oldest)"
     ),
+    .bot(
+        "help on a rule that is not a command",
+        "name: b\nuser: {uid: b1}\nrules:\n  - on: message\n    help: says hi\n    do: [{reply: hi}]\n",
+        "bots/b.yaml:5:11: error: rules[0].help: `help` describes a command for the bot's `help` answer, and this rule's trigger is not `{command: NAME}`"
+    ),
+    .bot(
+        "empty help",
+        "name: b\nuser: {uid: b1}\nrules:\n  - on: {command: ping}\n    help: \" \"\n    do: [{reply: pong}]\n",
+        "bots/b.yaml:5:11: error: rules[0].help: `help` is empty: say in a few words what the command does"
+    ),
 ]
 
 @Suite struct BrokenConfigTests {

@@ -359,6 +359,8 @@ import Testing
             try await chat.post("!follow", as: "carol", to: .group("room"), thread: root.id)
             let quiet = try await chat.post("quiet root", as: "alice", to: .group("room"))
             try await chat.post("!sub", as: "bob", to: .group("room"), quote: quiet.id)
+            // Its help lists no command the gate turned off, so it says nothing at all.
+            try await chat.post("!help", as: "bob", to: .group("room"))
             try await chat.settle()
             #expect(try await chat.botMessages(in: .group("room"), bot: "follow").isEmpty)
             #expect(!(try await chat.service.message(quiet.id, as: "bob").threadSubscribed))

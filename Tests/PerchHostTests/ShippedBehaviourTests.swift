@@ -107,6 +107,18 @@ let repositoryRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
         }
     }
 
+    @Test func helpListsTheFollowCommands() async throws {
+        try await withShippedHost { chat in
+            let asked = try await chat.post("!help", as: "carol", to: .group("general"))
+            let answer = try await chat.waitForMessage(in: .group("general")) { $0.sender == "follow" }
+            #expect(answer.quotedMessageId == asked.id)
+            let lines = answer.text?.split(separator: "\n").map(String.init) ?? []
+            #expect(lines.first == "Thread Follow's commands:")
+            #expect(lines.dropFirst().map { $0.prefix { $0 != " " } } == ["!follow", "!unfollow"])
+            #expect(lines.allSatisfy { !$0.isEmpty })
+        }
+    }
+
     @Test func followByQuoteOrByIdReachesThreadsWithNoReplies() async throws {
         try await withShippedHost { chat in
             let quiet = try await chat.post("No replies yet", as: "alice", to: .group("general"))

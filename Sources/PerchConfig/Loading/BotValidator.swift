@@ -239,6 +239,18 @@ struct BotValidator {
                 "text conditions apply to message triggers (message, thread_reply, mention, command, edited)")
         }
         if rule.actions.isEmpty { error(loaded, path + ".do", "a rule needs at least one action") }
+        if let help = rule.help {
+            if case .command = rule.trigger {
+                if help.allSatisfy(\.isWhitespace) {
+                    error(loaded, path + ".help", "`help` is empty: say in a few words what the command does")
+                }
+            } else {
+                error(
+                    loaded, path + ".help",
+                    "`help` describes a command for the bot's `help` answer, and this rule's trigger is not `{command: NAME}`"
+                )
+            }
+        }
         let plugins = Set(bot.plugins.map(\.name))
         for (position, action) in rule.actions.enumerated() {
             let actionPath = "\(path).do[\(position)]"

@@ -27,10 +27,14 @@ public struct BotConfiguration: Decodable, Sendable {
     public var plugins: [PluginReference]
     /// `rules` (default none).
     public var rules: [Rule]
+    /// `help_command` (default true): a bot with commands answers `<prefix>help` with the commands
+    /// it takes where it was asked (unless one of its rules is a `help` command itself).
+    public var helpCommand: Bool
 
     enum CodingKeys: String, CodingKey {
         case name, user, system, enabled, groups, hears, rules, plugins
         case commandPrefix = "command_prefix"
+        case helpCommand = "help_command"
         case threadSubscription = "thread_subscription"
         case rateLimit = "rate_limit"
     }
@@ -48,6 +52,7 @@ public struct BotConfiguration: Decodable, Sendable {
         rateLimit = try c.decodeIfPresent(RateLimit.self, forKey: .rateLimit) ?? RateLimit()
         plugins = try c.decodeIfPresent([PluginReference].self, forKey: .plugins) ?? []
         rules = try c.decodeIfPresent([Rule].self, forKey: .rules) ?? []
+        helpCommand = try c.decodeIfPresent(Bool.self, forKey: .helpCommand) ?? true
     }
 }
 
@@ -163,9 +168,11 @@ public struct Rule: Decodable, Sendable {
     public var conditions: Conditions
     /// `do` (required): the actions, at least one.
     public var actions: [Action]
+    /// `help` (default none): one line on what a `command` rule does, for the bot's `help` answer.
+    public var help: String?
 
     enum CodingKeys: String, CodingKey {
-        case name
+        case name, help
         case trigger = "on"
         case conditions = "when"
         case actions = "do"
@@ -177,5 +184,6 @@ public struct Rule: Decodable, Sendable {
         trigger = try c.decode(Trigger.self, forKey: .trigger)
         conditions = try c.decodeIfPresent(Conditions.self, forKey: .conditions) ?? Conditions()
         actions = try c.decode([Action].self, forKey: .actions)
+        help = try c.decodeIfPresent(String.self, forKey: .help)
     }
 }

@@ -18,6 +18,9 @@ public struct Template: Sendable, Equatable, Decodable, ConfigPlaceholder {
     /// The roots a placeholder may start with; any other single name is a capture.
     public static let roots: Set<String> = ["sender", "message", "parent", "group", "strings", "webhook", "args"]
 
+    /// A text written out as it is: no placeholders read in it.
+    public static func literal(_ text: String) -> Template { Template(source: text, parts: [.literal(text)]) }
+
     init(source: String, parts: [Part]) {
         self.source = source
         self.parts = parts

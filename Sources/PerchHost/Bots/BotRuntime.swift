@@ -137,9 +137,33 @@ final class BotRuntime: Sendable {
         var decisions: [Decision] = []
         for rule in bot.rules {
             guard let captures = matches(rule, facts) else { continue }
+            if rule.isBuiltInHelp {
+                guard let text = helpText(facts) else { continue }
+                decisions.append(Decision(rule: rule.name, actions: [.quoteReply(.literal(text))], captures: [:]))
+                continue
+            }
             decisions.append(Decision(rule: rule.name, actions: rule.actions, captures: captures))
         }
         return decisions
+    }
+
+    /// The built-in `help` answer: the commands whose rules' conditions on the conversation and the
+    /// sender hold here (those on the text are the command's own business), each once, with the
+    /// first `help` written for it. Nil when none does: another bot may have some.
+    func helpText(_ facts: Facts) -> String? {
+        var lines: [String] = []
+        var listed: [String: Int] = [:]
+        let prefix = bot.configuration.commandPrefix
+        for entry in bot.helpEntries where holds(entry.conditions, facts) {
+            if let line = listed[entry.command] {
+                if let help = entry.help, !lines[line].contains(" — ") { lines[line] += " — \(help)" }
+                continue
+            }
+            listed[entry.command] = lines.count
+            lines.append(prefix + entry.command + (entry.help.map { " — \($0)" } ?? ""))
+        }
+        guard !lines.isEmpty else { return nil }
+        return "\(bot.configuration.user.name)'s commands:\n" + lines.joined(separator: "\n")
     }
 
     /// nil when the rule does not fire; else its captures.
@@ -166,28 +190,8 @@ final class BotRuntime: Sendable {
             guard event.name == .groupMemberJoined || event.name == .memberAddedToGroup else { return nil }
         case .schedule, .webhook: return nil
         }
-        let conditions = rule.conditions
+        guard holds(rule.conditions, facts) else { return nil }
         let message = facts.message
-        let receiverType = message?.receiverType ?? (event.member != nil ? .group : nil)
-        let guid = message?.receiverType == .group ? message?.receiverUid : event.member?.guid
-        if let groups = conditions.groups {
-            guard let guid, groups.contains(guid) else { return nil }
-        }
-        if let oneOnOne = conditions.oneOnOne {
-            guard let receiverType, (receiverType == .user) == oneOnOne else { return nil }
-        }
-        if let from = conditions.from {
-            guard let sender = message?.sender ?? event.member?.uid, from.contains(sender) else { return nil }
-        }
-        if let scopes = conditions.senderScope {
-            guard let scope = facts.senderScope, scopes.contains(scope) else { return nil }
-        }
-        if let isBot = conditions.senderIsBot {
-            guard (facts.sender?.isBot ?? false) == isBot else { return nil }
-        }
-        if let threaded = conditions.threaded {
-            guard let message, message.isReply == threaded else { return nil }
-        }
         if let list = rule.wordList {
             guard facts.wordLists.contains(list) else { return nil }
         }
@@ -196,6 +200,33 @@ final class BotRuntime: Sendable {
             captures.merge(match.named) { _, new in new }
         }
         return captures
+    }
+
+    /// Whether the conditions on the conversation and the sender hold (not those on the text).
+    func holds(_ conditions: Conditions, _ facts: Facts) -> Bool {
+        let event = facts.event
+        let message = facts.message
+        let receiverType = message?.receiverType ?? (event.member != nil ? .group : nil)
+        let guid = message?.receiverType == .group ? message?.receiverUid : event.member?.guid
+        if let groups = conditions.groups {
+            guard let guid, groups.contains(guid) else { return false }
+        }
+        if let oneOnOne = conditions.oneOnOne {
+            guard let receiverType, (receiverType == .user) == oneOnOne else { return false }
+        }
+        if let from = conditions.from {
+            guard let sender = message?.sender ?? event.member?.uid, from.contains(sender) else { return false }
+        }
+        if let scopes = conditions.senderScope {
+            guard let scope = facts.senderScope, scopes.contains(scope) else { return false }
+        }
+        if let isBot = conditions.senderIsBot {
+            guard (facts.sender?.isBot ?? false) == isBot else { return false }
+        }
+        if let threaded = conditions.threaded {
+            guard let message, message.isReply == threaded else { return false }
+        }
+        return true
     }
 
     /// Handles one event: rules in order, then the plugins' hooks. Errors are logged and counted;

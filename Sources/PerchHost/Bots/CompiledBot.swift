@@ -15,6 +15,18 @@ struct CompiledBot: Sendable {
         /// This rule's list in the host's ``WordListMatcher``.
         var wordList: Int?
         var actions: [Action]
+        /// A `command` rule's `help` line.
+        var help: String? = nil
+        /// The bot's built-in `help` command: its answer is made at each event, from `helpEntries`.
+        var isBuiltInHelp = false
+    }
+
+    /// A command the bot's `help` answer lists, where its rule's conditions on the conversation and
+    /// the sender hold.
+    struct HelpEntry: Sendable {
+        var command: String
+        var help: String?
+        var conditions: Conditions
     }
 
     var identity: BotIdentity
@@ -24,6 +36,8 @@ struct CompiledBot: Sendable {
     /// Whether the follow commands and subscription actions are on for this bot (seed 001's gate
     /// ANDed with the bot's flag).
     var threadSubscriptionEnabled: Bool
+    /// The commands the built-in `help` lists, in file order (empty without one).
+    var helpEntries: [HelpEntry] = []
 
     var needsSenderScope: Bool { rules.contains { $0.conditions.senderScope != nil } }
     /// Whether deciding which rules fire needs the sender's profile (`sender_is_bot`).
@@ -56,7 +70,7 @@ struct BotCompiler {
             for (index, rule) in bot.rules.enumerated() {
                 var compiled = CompiledBot.CompiledRule(
                     name: rule.name ?? "rules[\(index)]", trigger: rule.trigger, conditions: rule.conditions,
-                    pattern: nil, wordList: nil, actions: rule.actions)
+                    pattern: nil, wordList: nil, actions: rule.actions, help: rule.help)
                 if let source = rule.conditions.textMatches { compiled.pattern = try? Pattern(source) }
                 if let words = rule.conditions.containsWords {
                     compiled.wordList = lists.count
@@ -83,10 +97,11 @@ struct BotCompiler {
                     if let plugin = made.plugin { plugins[reference.name] = plugin }
                 }
             }
-            bots.append(
-                CompiledBot(
-                    identity: BotIdentity(name: bot.name, uid: bot.user.uid, system: bot.system), configuration: bot,
-                    rules: rules, plugins: plugins, threadSubscriptionEnabled: gate && bot.threadSubscription))
+            var compiled = CompiledBot(
+                identity: BotIdentity(name: bot.name, uid: bot.user.uid, system: bot.system), configuration: bot,
+                rules: rules, plugins: plugins, threadSubscriptionEnabled: gate && bot.threadSubscription)
+            compiled.addHelpCommand()
+            bots.append(compiled)
         }
         let matcher: WordListMatcher
         do {
@@ -96,5 +111,38 @@ struct BotCompiler {
             matcher = try! WordListMatcher(lists: [])
         }
         return Output(bots: bots, matcher: matcher, findings: findings)
+    }
+}
+
+extension CompiledBot {
+    /// The name the built-in help's rule has in the log and the metrics.
+    static let helpRuleName = "built-in help"
+
+    /// Gives a bot with commands its `help` command (errbot's `!help`, Hubot's `help`), unless
+    /// `help_command: false` or a rule of its own answers `help`. Commands whose every action is
+    /// off behind the thread-subscription gate are not listed while it is closed.
+    mutating func addHelpCommand() {
+        guard configuration.helpCommand else { return }
+        var entries: [HelpEntry] = []
+        for rule in rules {
+            guard case .command(let name) = rule.trigger else { continue }
+            if name == "help" { return }
+            if !threadSubscriptionEnabled, rule.actions.allSatisfy(isThreadSubscriptionAction) { continue }
+            entries.append(HelpEntry(command: name, help: rule.help, conditions: rule.conditions))
+        }
+        guard !entries.isEmpty else { return }
+        helpEntries = entries
+        rules.append(
+            CompiledRule(
+                name: Self.helpRuleName, trigger: .command(name: "help"), conditions: Conditions(), pattern: nil,
+                wordList: nil, actions: [], isBuiltInHelp: true))
+    }
+
+    private func isThreadSubscriptionAction(_ action: Action) -> Bool {
+        switch action {
+        case .subscribe, .unsubscribe: true
+        case .plugin(let name): plugins[name] is ThreadFollowPlugin
+        default: false
+        }
     }
 }

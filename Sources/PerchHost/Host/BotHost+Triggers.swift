@@ -144,7 +144,11 @@ public struct DryRunResult: Sendable, Hashable, CustomStringConvertible {
     public var rule: String
     public var actions: [String]
 
-    public var description: String { "\(bot) / \(rule):\n" + actions.map { "  - \($0)" }.joined(separator: "\n") }
+    /// A text of several lines keeps them under its action, indented.
+    public var description: String {
+        "\(bot) / \(rule):\n"
+            + actions.map { "  - " + $0.replacingOccurrences(of: "\n", with: "\n    ") }.joined(separator: "\n")
+    }
 }
 
 extension CronExpression {

@@ -82,6 +82,17 @@ class SignInAndLiveTests(WebChatTestCase):
         self.assertIn("Alice", banner.text)
         page.wait_for('[data-testid="pinned-mark"]')
 
+    def test_help_lists_the_follow_commands_on_lines_of_their_own(self):
+        page = self.page("carol")
+        page.open_group("general")
+        page.type('[data-testid="composer-text"]', "!help")
+        page.click('[data-testid="send"]')
+        answer = page.wait_until(lambda: [n for n in page.finds("#messages .msg")
+                                          if "Thread Follow's commands:" in n.text], what="the help answer")[0]
+        # A message's line breaks show as they were sent (pre-wrap), not run together.
+        text = answer.find_element(By.CSS_SELECTOR, ".text").text
+        self.assertEqual([line.split(" ")[0] for line in text.split("\n")], ["Thread", "!follow", "!unfollow"])
+
     def test_messages_from_others_arrive_live(self):
         page = self.page("alice")
         page.open_group("general")

@@ -17,6 +17,10 @@ import Testing
             on: { command: ping }
             help: "never shown: the first rule's line is"
             do: [{ reply: "pong again" }]
+          - on: { command: echo }
+            help: "says it back, one-on-one"
+            when: { one_on_one: true }
+            do: [{ reply: "{args}!" }]
           - on: { command: tidy }
             help: "deletes the message, for the room's admins"
             when: { groups: [room], sender_scope: [owner, admin] }
@@ -62,10 +66,11 @@ import Testing
             }
             #expect(threaded.quotedMessageId == inThread.id)
             #expect(threaded.text == "Bot's commands:\n!ping — answers pong\n!echo\n!inthread — only in a thread")
-            // One-on-one, the group-only commands are left out.
+            // One-on-one, the group-only commands are left out, and a command listed without a
+            // line takes the first line of a rule that holds here.
             _ = try await chat.post("!help", as: "carol", to: .user("bot"))
             let direct = try await chat.waitForMessage(in: .user("bot"), viewer: "carol") { $0.sender == "bot" }
-            #expect(direct.text == "Bot's commands:\n!ping — answers pong\n!echo")
+            #expect(direct.text == "Bot's commands:\n!ping — answers pong\n!echo — says it back, one-on-one")
         }
     }
 

@@ -151,18 +151,17 @@ final class BotRuntime: Sendable {
     /// sender hold here (those on the text are the command's own business), each once, with the
     /// first `help` written for it. Nil when none does: another bot may have some.
     func helpText(_ facts: Facts) -> String? {
-        var lines: [String] = []
-        var listed: [String: Int] = [:]
-        let prefix = bot.configuration.commandPrefix
+        var commands: [(name: String, help: String?)] = []
         for entry in bot.helpEntries where holds(entry.conditions, facts) {
-            if let line = listed[entry.command] {
-                if let help = entry.help, !lines[line].contains(" — ") { lines[line] += " — \(help)" }
-                continue
+            if let listed = commands.firstIndex(where: { $0.name == entry.command }) {
+                commands[listed].help = commands[listed].help ?? entry.help
+            } else {
+                commands.append((entry.command, entry.help))
             }
-            listed[entry.command] = lines.count
-            lines.append(prefix + entry.command + (entry.help.map { " — \($0)" } ?? ""))
         }
-        guard !lines.isEmpty else { return nil }
+        guard !commands.isEmpty else { return nil }
+        let prefix = bot.configuration.commandPrefix
+        let lines = commands.map { prefix + $0.name + ($0.help.map { " — \($0)" } ?? "") }
         return "\(bot.configuration.user.name)'s commands:\n" + lines.joined(separator: "\n")
     }
 

@@ -74,6 +74,22 @@ import Testing
         }
     }
 
+    /// `!help NAME` asks one bot (by uid, name or mention) or one command; a name the bot does not
+    /// answer to is another bot's business, and it stays quiet.
+    @Test func helpWithANameAsksOneBotOrOneCommand() async throws {
+        try await withTestHost(config: hostConfig, bots: ["b.yaml": botFile(Self.rules)]) { chat in
+            for asked in ["!help ping", "!help !Echo", "!help bot", "!help <@uid:bot>", "!help helper", "!help tidy"] {
+                try await chat.post(asked, as: "carol", to: .group("room"))
+            }
+            let full = "Bot's commands:\n!ping — answers pong\n!echo"
+            // `tidy` is the admins' command: carol is not shown it.
+            #expect(
+                try await chat.botMessages(in: .group("room")).compactMap(\.text) == [
+                    "Bot's commands:\n!ping — answers pong", "Bot's commands:\n!echo", full, full,
+                ])
+        }
+    }
+
     @Test func aBotsOwnHelpCommandOrHelpCommandFalseLeavesHelpAlone() async throws {
         let own = Self.rules + "\n  - on: { command: help }\n    do: [{ reply: \"my own help\" }]\n"
         try await withTestHost(config: hostConfig, bots: ["b.yaml": botFile(own)]) { chat in

@@ -149,10 +149,18 @@ final class BotRuntime: Sendable {
 
     /// The built-in `help` answer: the commands whose rules' conditions on the conversation and the
     /// sender hold here (those on the text are the command's own business), each once, with the
-    /// first `help` written for it. Nil when none does: another bot may have some.
+    /// first `help` written for it. `help BOT` (its uid, its name or a mention of it) asks this bot
+    /// alone, and `help COMMAND` one command (as errbot's `!help command`). Nil when nothing is to be
+    /// said here: another bot may have it.
     func helpText(_ facts: Facts) -> String? {
+        let prefix = bot.configuration.commandPrefix
+        var asked = (facts.command?.args ?? "").lowercased()
+        if asked.hasPrefix(prefix.lowercased()) { asked.removeFirst(prefix.count) }
+        let me = [identity.uid, bot.configuration.user.name, "@" + identity.uid, "<@uid:\(identity.uid)>"]
+        let wanted: String? = asked.isEmpty || me.contains { $0.lowercased() == asked } ? nil : asked
         var commands: [(name: String, help: String?)] = []
-        for entry in bot.helpEntries where holds(entry.conditions, facts) {
+        for entry in bot.helpEntries where wanted == nil || entry.command == wanted {
+            guard holds(entry.conditions, facts) else { continue }
             if let listed = commands.firstIndex(where: { $0.name == entry.command }) {
                 commands[listed].help = commands[listed].help ?? entry.help
             } else {
@@ -160,7 +168,6 @@ final class BotRuntime: Sendable {
             }
         }
         guard !commands.isEmpty else { return nil }
-        let prefix = bot.configuration.commandPrefix
         let lines = commands.map { prefix + $0.name + ($0.help.map { " — \($0)" } ?? "") }
         return "\(bot.configuration.user.name)'s commands:\n" + lines.joined(separator: "\n")
     }

@@ -137,12 +137,14 @@ final class BotRuntime: Sendable {
         var decisions: [Decision] = []
         for rule in bot.rules {
             guard let captures = matches(rule, facts) else { continue }
-            if rule.isBuiltInHelp {
-                guard let text = helpText(facts) else { continue }
-                decisions.append(Decision(rule: rule.name, actions: [.quoteReply(.literal(text))], captures: [:]))
-                continue
-            }
             decisions.append(Decision(rule: rule.name, actions: rule.actions, captures: captures))
+        }
+        // The built-in `help`, after the bot's own rules; its answer is made for this event.
+        if !bot.helpEntries.isEmpty, facts.event.name == .textMessageReceived, facts.command?.name == "help",
+            let text = helpText(facts)
+        {
+            decisions.append(
+                Decision(rule: CompiledBot.helpRuleName, actions: [.quoteReply(.literal(text))], captures: [:]))
         }
         return decisions
     }

@@ -17,8 +17,6 @@ struct CompiledBot: Sendable {
         var actions: [Action]
         /// A `command` rule's `help` line.
         var help: String? = nil
-        /// The bot's built-in `help` command: its answer is made at each event, from `helpEntries`.
-        var isBuiltInHelp = false
     }
 
     /// A command the bot's `help` answer lists, where its rule's conditions on the conversation and
@@ -36,7 +34,8 @@ struct CompiledBot: Sendable {
     /// Whether the follow commands and subscription actions are on for this bot (seed 001's gate
     /// ANDed with the bot's flag).
     var threadSubscriptionEnabled: Bool
-    /// The commands the built-in `help` lists, in file order (empty without one).
+    /// The commands the built-in `help` lists, in file order; empty when the bot has no built-in
+    /// `help` (no commands, `help_command: false`, or a `help` command of its own).
     var helpEntries: [HelpEntry] = []
 
     var needsSenderScope: Bool { rules.contains { $0.conditions.senderScope != nil } }
@@ -115,7 +114,7 @@ struct BotCompiler {
 }
 
 extension CompiledBot {
-    /// The name the built-in help's rule has in the log and the metrics.
+    /// The name the built-in help's answer has in the log, the metrics and a dry run.
     static let helpRuleName = "built-in help"
 
     /// Gives a bot with commands its `help` command (errbot's `!help`, Hubot's `help`), unless
@@ -130,12 +129,7 @@ extension CompiledBot {
             if !threadSubscriptionEnabled, rule.actions.allSatisfy(isThreadSubscriptionAction) { continue }
             entries.append(HelpEntry(command: name, help: rule.help, conditions: rule.conditions))
         }
-        guard !entries.isEmpty else { return }
         helpEntries = entries
-        rules.append(
-            CompiledRule(
-                name: Self.helpRuleName, trigger: .command(name: "help"), conditions: Conditions(), pattern: nil,
-                wordList: nil, actions: [], isBuiltInHelp: true))
     }
 
     private func isThreadSubscriptionAction(_ action: Action) -> Bool {

@@ -90,6 +90,18 @@ import Testing
         }
     }
 
+    /// The heading is the strings table's `HELP_HEADING`, so a deployment can localize it.
+    @Test func theHeadingIsAStringsKey() async throws {
+        let config = hostConfig + "\nstrings:\n  HELP_HEADING: \"Befehle von {name}:\"\n"
+        try await withTestHost(config: config, bots: ["b.yaml": botFile(Self.rules)]) { chat in
+            try await chat.post("!help ping", as: "carol", to: .group("room"))
+            #expect(
+                try await chat.botMessages(in: .group("room")).compactMap(\.text) == [
+                    "Befehle von Bot:\n!ping — answers pong"
+                ])
+        }
+    }
+
     @Test func aBotsOwnHelpCommandOrHelpCommandFalseLeavesHelpAlone() async throws {
         let own = Self.rules + "\n  - on: { command: help }\n    do: [{ reply: \"my own help\" }]\n"
         try await withTestHost(config: hostConfig, bots: ["b.yaml": botFile(own)]) { chat in

@@ -13,6 +13,8 @@ public struct StringTable: Decodable, Sendable {
         // Perch's own, for the thread-follow bot.
         "THREAD_FOLLOW_USAGE":
             "Send !follow in a thread, as a quote reply to a message, or as !follow <messageId>.",
+        // Perch's own, the first line of a bot's built-in `help` answer; `{name}` is the bot's name.
+        "HELP_HEADING": "{name}'s commands:",
     ]
 
     public private(set) var entries: [String: String]

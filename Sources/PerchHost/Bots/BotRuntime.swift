@@ -171,7 +171,8 @@ final class BotRuntime: Sendable {
         }
         guard !commands.isEmpty else { return nil }
         let lines = commands.map { prefix + $0.name + ($0.help.map { " — \($0)" } ?? "") }
-        return "\(bot.configuration.user.name)'s commands:\n" + lines.joined(separator: "\n")
+        let heading = strings.text("HELP_HEADING").replacingOccurrences(of: "{name}", with: bot.configuration.user.name)
+        return heading + "\n" + lines.joined(separator: "\n")
     }
 
     /// nil when the rule does not fire; else its captures.

@@ -97,6 +97,24 @@ extension PerchAPI {
                 try body.finish()
                 return try await api.sent(draft, request)
             },
+            // CometChat's Send Bot Message: the app (the API key alone) sends as one of its bots, a
+            // user with role `bot`, with the body of a send; `onBehalfOf` is not read.
+            route("POST", "v3/bots/{uid}/messages", name: "bots.send", appOnly: true) { api, request in
+                let uid = request.parameter("uid")
+                let bot: User
+                do {
+                    bot = try await api.service.user(uid)
+                } catch let error as ChatError where error.code == .uidNotFound {
+                    throw ChatError.botNotFound(uid)
+                }
+                guard bot.isBot else { throw ChatError.botNotFound(uid) }
+                var body = try request.body()
+                let draft = try api.draft(&body, parent: nil)
+                try body.finish()
+                var asBot = request
+                asBot.caller = Caller(uid: uid, isApp: false, session: request.caller.session)
+                return try await api.sent(draft, asBot)
+            },
             route("GET", "v3/messages", name: "messages.saved") { api, request in
                 // A conversation named here is refused by the service, as on the conversations' own
                 // routes: saved messages span every conversation.

@@ -159,6 +159,65 @@ import Testing
         }
     }
 
+    /// CometChat's Send Bot Message: the app posts as one of its bots, with a send's body.
+    @Test func theAppSendsAsABot() async throws {
+        let bots = ["b.yaml": botFile("  - on: { command: ping }\n    do: [{ reply: \"pong\" }]\n")]
+        try await withHTTPChat(bots: bots) { http in
+            let root = try await http.call(
+                "POST", "/v3/messages", as: .user("carol"),
+                json: #"{"receiver": "room", "receiverType": "group", "data": {"text": "a question"}}"#)
+            let rootId = try #require(root.data["id"] as? Int)
+            let answer =
+                #"{"receiver": "room", "receiverType": "group", "parentId": \#(rootId), "#
+                + #""muid": "m1", "data": {"text": "an answer"}}"#
+            let sent = try await http.call("POST", "/v3/bots/bot/messages", json: answer)
+            #expect(sent.status == 200)
+            #expect(sent.data["sender"] as? String == "bot" && sent.data["parentMessageId"] as? Int == rootId)
+            let thread = try await http.call("GET", "/v3/messages/\(rootId)/thread", as: .user("carol"))
+            #expect(thread.list.map { $0["sender"] as? String } == ["bot"])
+            // The same muid is the same message, as on any send; one-on-one works too.
+            let again = try await http.call("POST", "/v3/bots/bot/messages", json: answer)
+            #expect(again.data["id"] as? Int == sent.data["id"] as? Int)
+            let direct = try await http.call(
+                "POST", "/v3/bots/bot/messages",
+                json: #"{"receiver": "carol", "receiverType": "user", "data": {"text": "hi carol"}}"#)
+            #expect(direct.data["sender"] as? String == "bot" && direct.data["receiverUid"] as? String == "carol")
+            // `onBehalfOf` does not change the sender: the path names it.
+            let behalf = try await http.call(
+                "POST", "/v3/bots/bot/messages", as: .user("alice"),
+                json: #"{"receiver": "room", "receiverType": "group", "data": {"text": "still the bot"}}"#)
+            #expect(behalf.data["sender"] as? String == "bot")
+
+            // Only users with role `bot` send this way, and only with the API key.
+            let body = #"{"receiver": "room", "receiverType": "group", "data": {"text": "x"}}"#
+            for uid in ["carol", "ghost"] {
+                let refused = try await http.call("POST", "/v3/bots/\(uid)/messages", json: body)
+                #expect(refused.status == 404 && refused.errorCode == "ERR_BOT_NOT_FOUND")
+                #expect(
+                    ((refused.json["error"] as? [String: Any])?["details"] as? [String: Any])?["uid"] as? String == uid)
+            }
+            let token = try #require(
+                try await http.call("POST", "/v3/users/carol/auth_tokens").data["authToken"] as? String)
+            let byUser = try await http.call("POST", "/v3/bots/bot/messages", as: .token(token), json: body)
+            #expect(byUser.status == 401 && byUser.errorCode == "AUTH_ERR_APIKEY_NOT_FOUND")
+            // A send's own refusals stay: the bot is no member of a group it was not given.
+            _ = try await http.call(
+                "POST", "/v3/groups", json: #"{"guid": "third", "name": "Third", "owner": "alice"}"#)
+            #expect(
+                try await http.call(
+                    "POST", "/v3/bots/bot/messages",
+                    json: #"{"receiver": "third", "receiverType": "group", "data": {"text": "x"}}"#
+                ).errorCode == "ERR_GROUP_NOT_JOINED")
+            #expect(
+                try await http.call("POST", "/v3/bots/bot/messages", json: #"{"receiver": "room"}"#).errorCode
+                    == "ERR_BAD_REQUEST")
+            #expect(
+                try await http.chat.botMessages(in: .group("room")).compactMap(\.text) == [
+                    "an answer", "still the bot",
+                ])
+        }
+    }
+
     @Test func threadsPreferencesNotificationsFeaturesAndHooks() async throws {
         let hookBot = botFile(
             """

@@ -47,6 +47,8 @@ public struct ChatError: Error, Sendable, Hashable, CustomStringConvertible {
         public static let invalidMessageData = Code("ERR_INVALID_MESSAGE_DATA")
         /// No bot rule listens on the webhook name posted to.
         public static let webhookNotFound = Code("ERR_WEBHOOK_NOT_FOUND")
+        /// No user with role `bot` has the uid a bot's send names (CometChat's Send Bot Message).
+        public static let botNotFound = Code("ERR_BOT_NOT_FOUND")
         public static let badRequest = Code("ERR_BAD_REQUEST")
         public static let tooManyRequests = Code("ERR_TOO_MANY_REQUESTS")
         public static let internalError = Code("ERR_INTERNAL")
@@ -119,4 +121,6 @@ extension ChatError {
     public static func webhookNotFound(_ name: String) -> ChatError {
         ChatError(.webhookNotFound, ["name": .string(name)])
     }
+
+    public static func botNotFound(_ uid: String) -> ChatError { ChatError(.botNotFound, ["uid": .string(uid)]) }
 }

@@ -268,18 +268,49 @@ extension PerchAPI {
             guard let value = Int64(parent), value >= 0 else { throw .badRequest("parentMessageId", "expected an id") }
             messagesRequest.parentMessageId = value
         }
-        if let categories = request.query("categories") {
-            messagesRequest.categories = try categories.split(separator: ",").map { text throws(ChatError) in
+        // CometChat's REST API names these in the singular and the plural.
+        for name in ["categories", "category"] {
+            guard let categories = request.query(name) else { continue }
+            messagesRequest.categories += try categories.split(separator: ",").map { text throws(ChatError) in
                 guard let category = MessageCategory(rawValue: String(text)) else {
-                    throw .badRequest("categories", "message, action or custom")
+                    throw .badRequest(name, "message, action or custom")
                 }
                 return category
             }
         }
-        if let types = request.query("types") { messagesRequest.types = types.split(separator: ",").map(String.init) }
+        for name in ["types", "type"] {
+            if let types = request.query(name) { messagesRequest.types += types.split(separator: ",").map(String.init) }
+        }
         if let mentioned = request.query("mentionedUids") {
             messagesRequest.mentionedUids = mentioned.split(separator: ",").map(String.init)
         }
+        messagesRequest.sender = request.query("sender")
+        if let tags = request.query("tags") { messagesRequest.tags = tags.split(separator: ",").map(String.init) }
+        messagesRequest.hideQuotedMessages = try request.queryBool("hideQuotedMessages") ?? false
+        messagesRequest.hasMentions = try request.queryBool("hasMentions") ?? false
+        messagesRequest.hasAttachments = try request.queryBool("hasAttachments") ?? false
+        _ = try request.queryBool("withTags")  // a message's tags are always in its JSON
+        let seconds = 0...Int(Int64.max)
+        messagesRequest.fromTimestamp = try request.queryInt("fromTimestamp", range: seconds).map(Int64.init)
+        messagesRequest.toTimestamp = try request.queryInt("toTimestamp", range: seconds).map(Int64.init)
+        // The SDK's `setTimestamp`: before it when paging back, after it when paging on.
+        if let timestamp = try request.queryInt("timestamp", range: seconds).map(Int64.init) {
+            if request.query("affix") == "append" {
+                messagesRequest.fromTimestamp = max(messagesRequest.fromTimestamp ?? 0, timestamp)
+            } else {
+                messagesRequest.toTimestamp = min(messagesRequest.toTimestamp ?? .max, timestamp)
+            }
+        }
+        // Filters on state Perch does not keep are refused, not ignored: a page that silently
+        // left them out would look filtered.
+        let sync = "not supported: read the live events (GET /v3/events) on from a sequence"
+        let unsupported = [
+            ("unread", "not supported: Perch keeps no read receipts"),
+            ("hasReactions", "not supported: Perch keeps no reactions"),
+            ("hasLinks", "not supported: Perch does not index links"), ("updatesOnly", sync),
+        ]
+        for (name, reason) in unsupported where try request.queryBool(name) == true { throw .badRequest(name, reason) }
+        if request.query("updatedAfter") != nil { throw .badRequest("updatedAfter", sync) }
         return messagesRequest
     }
 

@@ -363,6 +363,23 @@ final class SQLiteTransaction: ChatWriteTransaction {
             filters.append("id IN (SELECT message_id FROM mentions WHERE uid IN (\(marks)))")
             values += query.mentionedUids.map { .text($0) }
         }
+        if let sender = query.sender {
+            filters.append("sender = ?")
+            values.append(.text(sender))
+        }
+        if !query.tags.isEmpty {
+            // A message's tags are a JSON array (NULL when it has none).
+            let marks = Array(repeating: "?", count: query.tags.count).joined(separator: ", ")
+            filters.append("EXISTS (SELECT 1 FROM json_each(messages.tags) WHERE value IN (\(marks)))")
+            values += query.tags.map { .text($0) }
+        }
+        if query.hideQuoted { filters.append("quoted_id = 0") }
+        if query.onlyWithMentions { filters.append("mentions IS NOT NULL") }
+        if query.onlyWithAttachments { filters.append("attachments IS NOT NULL") }
+        if let sentAt = query.sentAt {
+            filters.append("sent_at BETWEEN ? AND ?")
+            values += [.int(sentAt.lowerBound), .int(sentAt.upperBound)]
+        }
         let conversation = SQLValue.text(query.conversationId)
         func select(_ scope: String, _ scopeValues: [SQLValue], index: String = "") -> (String, [SQLValue]) {
             let conditions = ([scope] + filters).joined(separator: " AND ")

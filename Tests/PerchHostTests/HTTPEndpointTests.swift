@@ -159,6 +159,55 @@ import Testing
         }
     }
 
+    /// The conversation listings take CometChat's REST filters as query parameters, and refuse
+    /// those on state Perch does not keep instead of leaving them out.
+    @Test func conversationListingsTakeCometChatsFilters() async throws {
+        try await withHTTPChat { http in
+            func send(_ json: String, as uid: String) async throws -> Int {
+                let answer = try await http.call("POST", "/v3/messages", as: .user(uid), json: json)
+                return try #require(answer.data["id"] as? Int)
+            }
+            let first = try await send(
+                #"{"receiver": "room", "receiverType": "group", "data": {"text": "one"}}"#, as: "bob")
+            _ = try await send(
+                #"{"receiver": "room", "receiverType": "group", "tags": ["ops"], "data": {"text": "two"}}"#, as: "carol"
+            )
+            _ = try await send(
+                #"{"receiver": "room", "receiverType": "group", "quotedMessageId": \#(first), "data": {"text": "three"}}"#,
+                as: "bob")
+            func texts(_ query: String) async throws -> [String] {
+                let answer = try await http.call(
+                    "GET", "/v3/groups/room/messages?category=message&\(query)", as: .user("carol"))
+                #expect(answer.status == 200, "\(query): \(String(decoding: answer.body, as: UTF8.self))")
+                return answer.list.compactMap {
+                    ($0["data"] as? [String: Any])?["text"] as? String ?? $0["text"] as? String
+                }
+            }
+            #expect(try await texts("sender=bob") == ["one", "three"])
+            #expect(try await texts("tags=ops,other&withTags=true") == ["two"])
+            #expect(try await texts("hideQuotedMessages=true") == ["one", "two"])
+            #expect(try await texts("sender=bob&hideQuotedMessages=true&type=text") == ["one"])
+            let listed = try await http.call("GET", "/v3/messages/\(first)", as: .user("carol"))
+            let now = try #require(listed.data["sentAt"] as? Int)
+            #expect(try await texts("fromTimestamp=\(now + 3600)") == [])
+            #expect(try await texts("toTimestamp=\(now + 3600)&sender=carol") == ["two"])
+            #expect(try await texts("timestamp=\(now - 3600)") == [])
+            #expect(try await texts("timestamp=\(now - 3600)&affix=append&sender=carol") == ["two"])
+            for (query, field) in [
+                ("unread=true", "unread"), ("updatedAfter=5", "updatedAfter"), ("hasReactions=true", "hasReactions"),
+                ("fromTimestamp=soon", "fromTimestamp"), ("hasMentions=maybe", "hasMentions"),
+                ("fromTimestamp=\(now)&toTimestamp=\(now - 1)", "fromTimestamp"), ("category=chat", "category"),
+            ] {
+                let refused = try await http.call("GET", "/v3/groups/room/messages?\(query)", as: .user("carol"))
+                #expect(refused.status == 400 && refused.errorCode == "ERR_BAD_REQUEST", "\(query)")
+                #expect(
+                    ((refused.json["error"] as? [String: Any])?["details"] as? [String: Any])?["field"] as? String
+                        == field, "\(query)")
+            }
+            #expect(try await texts("unread=false") == ["one", "two", "three"])
+        }
+    }
+
     /// CometChat's Send Bot Message: the app posts as one of its bots, with a send's body.
     @Test func theAppSendsAsABot() async throws {
         let bots = ["b.yaml": botFile("  - on: { command: ping }\n    do: [{ reply: \"pong\" }]\n")]

@@ -131,6 +131,72 @@ import Testing
         }
     }
 
+    /// The MessagesRequest filters of CometChat's SDK and REST API beyond the thread and the kind:
+    /// sender, tags, quote replies, mentions, attachments and the send time, alone and together.
+    @Test func filtersBySenderTagsQuotesMentionsAttachmentsAndTime() async throws {
+        try await withChat { chat in
+            let start = chat.clock.now()
+            let first = try await chat.say("first", as: "bob")
+            chat.clock.advance(by: 10)
+            try await chat.service.send(
+                MessageDraft(to: .group("g"), text: "tagged", tags: ["release", "ops"]), as: "dave")
+            try await chat.say("quoting", as: "bob", quote: first.id)
+            chat.clock.advance(by: 10)
+            try await chat.say("hey <@uid:carol>", as: "carol")
+            let file = Attachment(
+                name: "a.png", size: 3, mimeType: "image/png", extension: "png", url: "https://example.com/a.png")
+            try await chat.service.send(MessageDraft(to: .group("g"), type: "image", attachments: [file]), as: "bob")
+            let reply = try await chat.say("in the thread", as: "bob", parent: first.id)
+
+            func texts(_ configure: (inout MessagesRequest) -> Void) async throws -> [String] {
+                var request = MessagesRequest(guid: "g", categories: [.message])
+                configure(&request)
+                return try await chat.service.fetchPrevious(request, as: "carol").messages.map { $0.text ?? $0.type }
+            }
+            #expect(try await texts { $0.sender = "bob" } == ["first", "quoting", "image", "in the thread"])
+            #expect(try await texts { $0.tags = ["ops", "nothing"] } == ["tagged"])
+            #expect(try await texts { $0.tags = ["nothing"] } == [])
+            #expect(try await texts { $0.hideQuotedMessages = true }.contains("quoting") == false)
+            #expect(try await texts { $0.hasMentions = true } == ["hey <@uid:carol>"])
+            #expect(try await texts { $0.hasAttachments = true } == ["image"])
+            // Both ends of the time window are included; either may be left open.
+            #expect(
+                try await texts { $0.fromTimestamp = start + 10 } == [
+                    "tagged", "quoting", "hey <@uid:carol>", "image", "in the thread",
+                ])
+            #expect(try await texts { $0.toTimestamp = start + 10 } == ["first", "tagged", "quoting"])
+            #expect(
+                try await texts {
+                    $0.fromTimestamp = start + 10
+                    $0.toTimestamp = start + 10
+                    $0.sender = "bob"
+                } == ["quoting"])
+            // A thread's listing takes them too.
+            #expect(
+                try await texts {
+                    $0.parentMessageId = first.id
+                    $0.sender = "bob"
+                } == [reply.text!])
+            // Paging keeps the filters: two of bob's at a time, back to the first.
+            var request = MessagesRequest(guid: "g", categories: [.message], limit: 2)
+            request.sender = "bob"
+            var walked: [String] = []
+            while true {
+                let page = try await chat.service.fetchPrevious(request, as: "carol")
+                walked = page.messages.map { $0.text ?? $0.type } + walked
+                guard page.hasMore, let cursor = page.previousCursor else { break }
+                request.messageId = cursor
+            }
+            #expect(walked == ["first", "quoting", "image", "in the thread"])
+            await expectRefusal(.badRequest, params: ["field": "fromTimestamp", "reason": "after toTimestamp"]) {
+                _ = try await texts {
+                    $0.fromTimestamp = start + 20
+                    $0.toTimestamp = start
+                }
+            }
+        }
+    }
+
     @Test func oneOnOneListingIsPrivateToItsTwoUsers() async throws {
         try await withChat { chat in
             try await chat.say("psst", as: "dave", to: .user("erin"))

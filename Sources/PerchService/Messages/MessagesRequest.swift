@@ -21,6 +21,20 @@ public struct MessagesRequest: Sendable, Hashable {
     public var mentionedUids: [String]
     public var pinned: Bool
     public var saved: Bool
+    /// Only this sender's messages (the REST API's `sender`).
+    public var sender: String?
+    /// Only messages carrying one of these tags (`setTags`).
+    public var tags: [String] = []
+    /// Leaves out quote replies (`hideQuotedMessages`).
+    public var hideQuotedMessages = false
+    /// Only messages that mention someone (`hasMentions`).
+    public var hasMentions = false
+    /// Only messages with attachments (`hasAttachments`).
+    public var hasAttachments = false
+    /// Only messages sent at or after this second (the REST API's `fromTimestamp`).
+    public var fromTimestamp: Int64?
+    /// Only messages sent at or before this second (`toTimestamp`).
+    public var toTimestamp: Int64?
 
     public init(
         uid: String? = nil, guid: String? = nil, parentMessageId: Int64? = nil, hideReplies: Bool = false,
@@ -89,6 +103,17 @@ extension ChatService {
                 categories: request.categories, types: request.types, searchKeyword: request.searchKeyword,
                 mentionedUids: request.mentionedUids)
             query.parentMessageId = request.parentMessageId ?? (request.hideReplies ? 0 : nil)
+            query.sender = request.sender
+            query.tags = request.tags
+            query.hideQuoted = request.hideQuotedMessages
+            query.onlyWithMentions = request.hasMentions
+            query.onlyWithAttachments = request.hasAttachments
+            if request.fromTimestamp != nil || request.toTimestamp != nil {
+                let from = request.fromTimestamp ?? 0
+                let to = request.toTimestamp ?? Int64.max
+                guard from <= to else { throw ChatError.badRequest("fromTimestamp", "after toTimestamp") }
+                query.sentAt = from...to
+            }
             query.direction = forward ? .after(request.messageId ?? 0) : .before(request.messageId)
             var rows = try tx.listMessages(query)
             let hasMore = rows.count > request.limit

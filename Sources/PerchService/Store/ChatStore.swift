@@ -190,11 +190,24 @@ public struct MessageQuery: Sendable, Hashable {
     public var searchKeyword: String?
     public var mentionedUids: [String]
     public var onlyPinned: Bool
+    /// Only this sender's messages.
+    public var sender: String?
+    /// Only messages carrying one of these tags.
+    public var tags: [String] = []
+    /// Leaves out quote replies.
+    public var hideQuoted = false
+    /// Only messages that mention someone.
+    public var onlyWithMentions = false
+    /// Only messages with attachments.
+    public var onlyWithAttachments = false
+    /// Only messages sent in these seconds (both ends included).
+    public var sentAt: ClosedRange<Int64>?
 
     public init(
         conversationId: String, direction: Direction = .before(nil), limit: Int = 30,
         parentMessageId: Int64? = nil, hideDeleted: Bool = false, categories: [MessageCategory] = [],
-        types: [String] = [], searchKeyword: String? = nil, mentionedUids: [String] = [], onlyPinned: Bool = false
+        types: [String] = [], searchKeyword: String? = nil, mentionedUids: [String] = [], onlyPinned: Bool = false,
+        sender: String? = nil
     ) {
         self.conversationId = conversationId
         self.direction = direction
@@ -206,6 +219,7 @@ public struct MessageQuery: Sendable, Hashable {
         self.searchKeyword = searchKeyword
         self.mentionedUids = mentionedUids
         self.onlyPinned = onlyPinned
+        self.sender = sender
     }
 }
 

@@ -52,8 +52,8 @@ let package = Package(
         .target(
             name: "PerchHost",
             dependencies: [
-                "CMalloc", "PerchConfig", "PerchService", "PerchSQLite", "PerchChat", "PerchMatch", "PerchRegex",
-                "PerchYAML", "PerchLock",
+                "CMalloc", "CCrypto", "PerchConfig", "PerchService", "PerchSQLite", "PerchChat", "PerchMatch",
+                "PerchRegex", "PerchYAML", "PerchLock",
             ]
         ),
         // Example plugins, loaded and run by the tests (examples/plugins holds the Python one).

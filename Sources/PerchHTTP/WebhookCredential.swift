@@ -1,4 +1,5 @@
 import CCrypto
+import PerchHost
 
 /// What a request to `POST /v3/hooks/{name}` presents instead of the app's API key: the body's
 /// HMAC-SHA256 under the rule's secret (`X-Hub-Signature-256: sha256=HEX`, GitHub's and Gitea's
@@ -30,24 +31,11 @@ enum WebhookCredential: Sendable {
         switch self {
         case .signature(let presented):
             // Compared as hex, the form it came in (Secrets.hex writes lower case).
-            let expected = Array(Secrets.hex(Self.hmacSHA256(key: secret, body)).utf8)
+            let expected = Array(Secrets.hex(WebhookSignature.hmacSHA256(key: secret, body)).utf8)
             let given = Array(presented.utf8)
             return given.count == expected.count && CRYPTO_memcmp(given, expected, expected.count) == 0
         case .token(let token):
             return Secrets.matches(token, digest: Secrets.digest(secret))
         }
-    }
-
-    static func hmacSHA256(key: String, _ data: [UInt8]) -> [UInt8] {
-        var output = [UInt8](repeating: 0, count: Int(EVP_MAX_MD_SIZE))
-        var length: UInt32 = 0
-        var key = key
-        key.withUTF8 { key in
-            data.withUnsafeBufferPointer { data in
-                _ = HMAC(
-                    EVP_sha256(), key.baseAddress, Int32(key.count), data.baseAddress, data.count, &output, &length)
-            }
-        }
-        return Array(output.prefix(Int(length)))
     }
 }

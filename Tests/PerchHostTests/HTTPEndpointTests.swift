@@ -346,11 +346,11 @@ import Testing
             """)
         try await withHTTPChat(bots: ["b.yaml": hookBot]) { http in
             let body = Data(#"{"ref": "main"}"#.utf8)
-            let mac = WebhookCredential.hmacSHA256(key: secret, Array(body))
+            let mac = WebhookSignature.hmacSHA256(key: secret, Array(body))
             let hex = mac.map { String(format: "%02x", $0) }.joined()
             // GitHub's own example (docs: "Validating webhook deliveries"): the digest is right.
             #expect(
-                WebhookCredential.hmacSHA256(key: "It's a Secret to Everybody", Array("Hello, World!".utf8))
+                WebhookSignature.hmacSHA256(key: "It's a Secret to Everybody", Array("Hello, World!".utf8))
                     .map { String(format: "%02x", $0) }.joined()
                     == "757107ea0eb2509fc211221cce984b8a37570b6d7586c22c46f4379c8b043e17")
             func post(_ headers: [String: String], body: Data = body, path: String = "/v3/hooks/push") async throws

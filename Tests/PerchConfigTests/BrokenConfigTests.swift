@@ -245,7 +245,7 @@ let brokenCases: [BrokenCase] = [
         "bots/b.yaml:6:17: error: rules[0].do[0].plugin: unknown plugin 'karma' (not in this bot's plugins)"),
     .bot(
         "unregistered Swift plugin", "name: b\nuser: {uid: x}\nplugins:\n  - name: karma\n",
-        "bots/b.yaml:4:11: error: plugins[0].name: unknown plugin 'karma' (no Swift plugin has this name; give `exec` for an external one)"
+        "bots/b.yaml:4:11: error: plugins[0].name: unknown plugin 'karma' (no Swift plugin has this name; give `exec` or `url` for an external one)"
     ),
     .bot(
         "empty exec", "name: b\nuser: {uid: x}\nplugins:\n  - name: k\n    exec: []\n",
@@ -334,6 +334,28 @@ let brokenCases: [BrokenCase] = [
         "empty help",
         "name: b\nuser: {uid: b1}\nrules:\n  - on: {command: ping}\n    help: \" \"\n    do: [{reply: pong}]\n",
         "bots/b.yaml:5:11: error: rules[0].help: `help` is empty: say in a few words what the command does"
+    ),
+    .bot(
+        "plugin with exec and url",
+        "name: b\nuser: {uid: x}\nplugins:\n  - name: k\n    exec: [./k]\n    url: http://127.0.0.1:9/k\n",
+        "bots/b.yaml:6:10: error: plugins[0].url: give `exec` or `url`, not both"),
+    .bot(
+        "plugin url that is not http",
+        "name: b\nuser: {uid: x}\nplugins:\n  - name: k\n    url: ftp://example.com/k\n",
+        "bots/b.yaml:5:10: error: plugins[0].url: the URL's scheme is 'ftp'; expected http or https"),
+    .bot(
+        "plugin url without a host",
+        "name: b\nuser: {uid: x}\nplugins:\n  - name: k\n    url: \"https:///k\"\n",
+        "bots/b.yaml:5:10: error: plugins[0].url: the URL 'https:///k' has no host"),
+    .bot(
+        "plugin secret without a url",
+        "name: b\nuser: {uid: x}\nplugins:\n  - name: k\n    exec: [./k]\n    secret: abcdefghijklmnopq\n",
+        "bots/b.yaml:6:13: error: plugins[0].secret: `secret` signs the posts of a plugin with `url`; this one has none"
+    ),
+    .bot(
+        "short plugin secret",
+        "name: b\nuser: {uid: x}\nplugins:\n  - name: k\n    url: https://example.com/k\n    secret: hunter2\n",
+        "bots/b.yaml:6:13: error: plugins[0].secret: a plugin's secret needs at least 16 characters; write ${SOME_VARIABLE} to keep it out of the file"
     ),
 ]
 

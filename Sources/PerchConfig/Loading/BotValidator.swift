@@ -133,7 +133,20 @@ struct BotValidator {
             if !seen.insert(plugin.name).inserted {
                 error(loaded, path + ".name", "plugin '\(plugin.name)' is listed twice")
             }
-            if let exec = plugin.exec {
+            if plugin.exec != nil, plugin.url != nil {
+                error(loaded, path + ".url", "give `exec` or `url`, not both")
+            }
+            if let url = plugin.url {
+                if let problem = Self.problem(withPluginURL: url) { error(loaded, path + ".url", problem) }
+            } else if plugin.secret != nil {
+                error(loaded, path + ".secret", "`secret` signs the posts of a plugin with `url`; this one has none")
+            }
+            if let secret = plugin.secret, secret.utf8.count < 16 {
+                error(loaded, path + ".secret", Self.shortSecret("a plugin's secret"))
+            }
+            if plugin.url != nil {
+                // Reached over HTTP: nothing to start here.
+            } else if let exec = plugin.exec {
                 if exec.isEmpty || exec[0].isEmpty {
                     error(loaded, path + ".exec", "exec needs a command")
                 } else if let problem = programs.problem(with: exec[0]) {
@@ -145,7 +158,7 @@ struct BotValidator {
                     loaded, path + ".name",
                     unknown(
                         "plugin", plugin.name, among: swiftPlugins,
-                        where: "no Swift plugin has this name; give `exec` for an external one"))
+                        where: "no Swift plugin has this name; give `exec` or `url` for an external one"))
             }
             if !(10...600_000).contains(plugin.timeoutMilliseconds) {
                 error(
@@ -153,6 +166,23 @@ struct BotValidator {
                 )
             }
         }
+    }
+
+    static func shortSecret(_ what: String) -> String {
+        what + " needs at least 16 characters; write ${SOME_VARIABLE} to keep it out of the file"
+    }
+
+    /// Why `text` is no URL a plugin can be posted to: nil when it is an `http` or `https` URL with
+    /// a host.
+    static func problem(withPluginURL text: String) -> String? {
+        guard let components = URLComponents(string: text), let scheme = components.scheme?.lowercased() else {
+            return "'\(text)' is not a URL"
+        }
+        guard scheme == "http" || scheme == "https" else {
+            return "the URL's scheme is '\(scheme)'; expected http or https"
+        }
+        guard let host = components.host, !host.isEmpty else { return "the URL '\(text)' has no host" }
+        return nil
     }
 
     mutating func validateRule(_ loaded: LoadedBot, _ index: Int) {
@@ -188,9 +218,7 @@ struct BotValidator {
                 error(loaded, path + ".on.webhook", "a webhook name is 1–100 of A–Z, a–z, 0–9, _, -")
             }
             if let secret, secret.utf8.count < 16 {
-                error(
-                    loaded, path + ".on.secret",
-                    "a webhook secret needs at least 16 characters; write ${SOME_VARIABLE} to keep it out of the file")
+                error(loaded, path + ".on.secret", Self.shortSecret("a webhook secret"))
             }
             switch target {
             case .group(let guid)? where !isKnownGroup(guid):

@@ -121,19 +121,26 @@ public struct RateLimit: Decodable, Sendable {
     }
 }
 
-/// A plugin the bot uses: a Swift plugin registered under `name`, or an external process.
+/// A plugin the bot uses: a Swift plugin registered under `name`, an external process, or a
+/// service reached over HTTP.
 public struct PluginReference: Decodable, Sendable {
     /// `name` (required): the name actions call it by (`plugin: name`).
     public var name: String
     /// `exec` (default none): command and arguments of an out-of-process plugin (JSON-RPC on stdio).
     public var exec: [String]?
+    /// `url` (default none): an `http` or `https` URL each `plugin:` action POSTs its JSON-RPC
+    /// request to (an outgoing webhook); the answer's body is the JSON-RPC response.
+    public var url: String?
+    /// `secret` (default none): with `url`, signs each post (`X-Hub-Signature-256`, the body's
+    /// HMAC-SHA256); write it as `${VAR}`, from the environment.
+    public var secret: String?
     /// `timeout_ms` (default 5000): how long one event may take before it is abandoned.
     public var timeoutMilliseconds: Int
     /// `config` (default none): handed to the plugin, which decodes it into its own type.
     public var config: ConfigSubtree?
 
     enum CodingKeys: String, CodingKey {
-        case name, exec, config
+        case name, exec, url, secret, config
         case timeoutMilliseconds = "timeout_ms"
     }
 
@@ -141,6 +148,8 @@ public struct PluginReference: Decodable, Sendable {
         let c = try decoder.container(keyedBy: CodingKeys.self)
         name = try c.decode(String.self, forKey: .name)
         exec = try c.decodeIfPresent([String].self, forKey: .exec)
+        url = try c.decodeIfPresent(String.self, forKey: .url)
+        secret = try c.decodeIfPresent(String.self, forKey: .secret)
         timeoutMilliseconds = try c.decodeIfPresent(Int.self, forKey: .timeoutMilliseconds) ?? 5000
         config = try c.decodeIfPresent(ConfigSubtree.self, forKey: .config)
     }

@@ -1,3 +1,4 @@
+import Foundation
 import PerchChat
 import PerchConfig
 import PerchMatch
@@ -80,7 +81,12 @@ struct BotCompiler {
             var plugins: [String: any BotPlugin] = [:]
             for (index, reference) in bot.plugins.enumerated() {
                 let path = "plugins[\(index)].config"
-                if let exec = reference.exec {
+                if let text = reference.url, let url = URL(string: text) {
+                    plugins[reference.name] = HTTPPlugin(
+                        name: reference.name, url: url, secret: reference.secret,
+                        timeoutMilliseconds: reference.timeoutMilliseconds,
+                        config: reference.config.map { ExternalPlugin.json(of: $0.node) } ?? .object([:]))
+                } else if let exec = reference.exec {
                     plugins[reference.name] = ExternalPlugin(
                         name: reference.name, command: exec, timeoutMilliseconds: reference.timeoutMilliseconds,
                         config: reference.config.map { ExternalPlugin.json(of: $0.node) } ?? .object([:]),

@@ -129,7 +129,8 @@ extension BotHost {
                 }
                 results.append(DryRunResult(bot: name, rule: decision.rule, actions: described))
             }
-            for plugin in runtime.bot.plugins.keys.sorted() {
+            // A plugin reached over HTTP is posted only its `plugin:` actions, not every event.
+            for plugin in runtime.bot.plugins.keys.sorted() where !(runtime.bot.plugins[plugin] is HTTPPlugin) {
                 results.append(
                     DryRunResult(bot: name, rule: "(plugin hooks)", actions: ["plugin \(plugin) hears the event"]))
             }

@@ -219,7 +219,7 @@ public actor BotHost {
                 perConversationPerMinute: bot.configuration.rateLimit.perConversationPerMinute, now: options.monotonic,
                 outbound: options.outbound)
             for (name, plugin) in bot.plugins {
-                (plugin as? ExternalPlugin)?.attach(logger: botLogger, metrics: metrics, bot: bot.identity)
+                (plugin as? any HostAttached)?.attach(logger: botLogger, metrics: metrics, bot: bot.identity)
                 bus.register(id: "plugin:\(bot.identity.name):\(name)") { event in
                     if case .threadSubscriptionChanged(let parent, let uid, let subscribed) = event {
                         await plugin.onThreadSubscriptionChanged(

@@ -100,15 +100,25 @@ final class ExternalPlugin: BotPlugin, @unchecked Sendable {
     func onEvent(_ context: BotContext) async throws { try await call("event", context) }
 
     private func call(_ method: String, _ context: BotContext) async throws {
+        let result = try await request(method, params: .object(Self.params(context)), context: context)
+        try await Self.run(result, context)
+    }
+
+    /// The params of a request about `context`'s event: `bot`, `event`, `captures`, `command`.
+    static func params(_ context: BotContext) -> [String: JSONValue] {
         var params: [String: JSONValue] = [
             "bot": .object(["name": .string(context.bot.name), "uid": .string(context.bot.uid)]),
-            "event": Self.eventJSON(context.event),
+            "event": eventJSON(context.event),
             "captures": .object(context.captures.mapValues(JSONValue.string)),
         ]
         if let command = context.command {
             params["command"] = .object(["name": .string(command.name), "args": .string(command.args)])
         }
-        let result = try await request(method, params: .object(params), context: context)
+        return params
+    }
+
+    /// Runs the `actions` of a plugin's `result`, if it has any.
+    static func run(_ result: JSONValue, _ context: BotContext) async throws {
         guard case .array(let answer)? = result["actions"] else { return }
         // Read whole before any runs: an answer with a malformed action runs none of them (its
         // first actions ran and the rest were dropped, and the log did not say which one was wrong).

@@ -1,0 +1,146 @@
+import Foundation
+import PerchChat
+import PerchHost
+import PerchLock
+import PerchTesting
+import Testing
+
+@testable import PerchHTTP
+
+/// A plugin reached over HTTP (`url:`): the outgoing webhook of CometChat's and Slack's bots,
+/// posted to a real server on loopback.
+@Suite struct HTTPPluginTests {
+    /// A service on loopback that records what it is posted and answers from a script.
+    final class Service: Sendable {
+        let requests = Lock<[HTTPRequest]>([])
+        let answers: Lock<[HTTPResponse]>
+        let delay: Duration
+        let server: HTTPServer
+
+        init(answers: [HTTPResponse], delay: Duration = .zero) throws {
+            let requests = self.requests
+            let script = Lock(answers)
+            self.answers = script
+            self.delay = delay
+            server = try HTTPServer(host: "127.0.0.1", port: 0, maximumBodyBytes: 1 << 20) { request in
+                requests.withLock { $0.append(request) }
+                if delay > .zero { try? await Task.sleep(for: delay) }
+                return script.withLock { $0.isEmpty ? .json(200, "") : $0.removeFirst() }
+            }
+        }
+
+        var url: String { "http://127.0.0.1:\(server.port)/hook?token=in-the-query" }
+        var received: [HTTPRequest] { requests.withLock { $0 } }
+
+        func stop() async { await onThread { [server] in server.stop() } }
+    }
+
+    static func bot(url: String, secret: String? = nil, timeout: Int = 5000) -> String {
+        botFile(
+            """
+              - on: { command: ask }
+                do: [{ plugin: relay }]
+              - on: { command: ping }
+                do: [{ reply: "pong" }]
+            """,
+            extra: """
+                plugins:
+                  - name: relay
+                    url: "\(url)"
+                    timeout_ms: \(timeout)
+                \(secret.map { "    secret: \($0)" } ?? "")
+                    config: { team: ops }
+                """)
+    }
+
+    @Test func eachActionPostsASignedRequestAndTheAnswersActionsRun() async throws {
+        let service = try Service(answers: [
+            .json(200, #"{"jsonrpc": "2.0", "id": 1, "result": {"actions": [{"quote_reply": "on it"}]}}"#),
+            .json(200, #"{"actions": [{"reply": "a bare result"}]}"#),
+            .json(204, ""),
+        ])
+        let secret = "a-secret-of-twenty-chars"
+        try await withTestHost(config: hostConfig, bots: ["b.yaml": Self.bot(url: service.url, secret: secret)]) {
+            chat in
+            let asked = try await chat.post("!ask status", as: "carol", to: .group("room"))
+            let answer = try await chat.waitForMessage(in: .group("room")) { $0.sender == "bot" }
+            #expect(answer.text == "on it" && answer.quotedMessageId == asked.id)
+            try await chat.post("!ask again", as: "carol", to: .group("room"))
+            try await chat.post("!ask quietly", as: "carol", to: .group("room"))
+            #expect(try await chat.botMessages(in: .group("room")).compactMap(\.text) == ["on it", "a bare result"])
+
+            let posts = service.received
+            #expect(posts.count == 3)
+            let first = try #require(posts.first)
+            #expect(first.method == "POST" && first.path == "/hook" && first.query["token"] == "in-the-query")
+            #expect(first.header("content-type") == "application/json")
+            #expect(first.header("x-hub-signature-256") == WebhookSignature.value(secret: secret, body: first.body))
+            let delivery = try #require(first.header("x-perch-delivery"))
+            #expect(delivery.hasPrefix("b/") && delivery.hasSuffix("/relay"))
+            let body = try JSONDecoder().decode(JSONValue.self, from: Data(first.body))
+            #expect(body["jsonrpc"]?.stringValue == "2.0" && body["method"]?.stringValue == "handle")
+            let params = try #require(body["params"])
+            #expect(params["command"]?["name"]?.stringValue == "ask")
+            #expect(params["command"]?["args"]?.stringValue == "status")
+            #expect(params["plugin"]?.stringValue == "relay" && params["config"]?["team"]?.stringValue == "ops")
+            #expect(params["bot"]?["uid"]?.stringValue == "bot")
+            #expect(params["event"]?["name"]?.stringValue == "onTextMessageReceived")
+            // Each event has its own delivery id.
+            #expect(Set(posts.compactMap { $0.header("x-perch-delivery") }).count == 3)
+        }
+        await service.stop()
+    }
+
+    @Test func aFailingServiceIsTriedAgainAndARefusalRunsNothing() async throws {
+        let service = try Service(answers: [
+            .json(503, ""), .json(200, #"{"actions": [{"reply": "second try"}]}"#),
+            .json(404, ""),
+            .text(200, "not json"),
+            .json(200, #"{"jsonrpc": "2.0", "id": 4, "error": {"code": -32000, "message": "nope"}}"#),
+            .json(200, #"{"actions": [{"reply": "fine"}, {"explode": true}]}"#),
+        ])
+        try await withTestHost(config: hostConfig, bots: ["b.yaml": Self.bot(url: service.url)]) { chat in
+            try await chat.post("!ask one", as: "carol", to: .group("room"))
+            _ = try await chat.waitForMessage(in: .group("room")) { $0.sender == "bot" }
+            for text in ["!ask two", "!ask three", "!ask four", "!ask five", "!ping"] {
+                try await chat.post(text, as: "carol", to: .group("room"))
+            }
+            // The 503 was tried again with the same delivery id; the 404, the body that is not
+            // JSON, the error and the answer with an unknown action ran nothing and were not.
+            #expect(try await chat.botMessages(in: .group("room")).compactMap(\.text) == ["second try", "pong"])
+            let posts = service.received
+            #expect(posts.count == 6)
+            #expect(posts[0].header("x-perch-delivery") == posts[1].header("x-perch-delivery"))
+            #expect(chat.host.metrics.value("perch_handler_errors_total", ["bot": "b"]) == 4)
+            #expect(chat.host.metrics.value("perch_plugin_timeouts_total", ["plugin": "relay"]) == 0)
+            // The log says what went wrong and where, but not the URL's path or query (a token may
+            // be in either).
+            let log = await chat.log.joined(separator: "\n")
+            #expect(log.contains("answered 404; nothing was tried again"))
+            #expect(log.contains("unknown action 'explode'"))
+            #expect(log.contains("http://127.0.0.1:") && !log.contains("in-the-query") && !log.contains("/hook"))
+        }
+        await service.stop()
+    }
+
+    @Test func aSlowOrAbsentServiceRunsOutOfTimeAndOtherRulesGoOn() async throws {
+        let slow = try Service(answers: [], delay: .milliseconds(1500))
+        try await withTestHost(config: hostConfig, bots: ["b.yaml": Self.bot(url: slow.url, timeout: 300)]) { chat in
+            try await chat.post("!ask slowly", as: "carol", to: .group("room"))
+            try await chat.post("!ping", as: "carol", to: .group("room"))
+            #expect(try await chat.botMessages(in: .group("room")).compactMap(\.text) == ["pong"])
+            #expect(chat.host.metrics.value("perch_plugin_timeouts_total", ["plugin": "relay"]) == 1)
+        }
+        await slow.stop()
+        // Nothing listens: three tries, then the failure; the bot answers the next command.
+        let gone = try Service(answers: [])
+        let url = gone.url
+        await gone.stop()
+        try await withTestHost(config: hostConfig, bots: ["b.yaml": Self.bot(url: url)]) { chat in
+            try await chat.post("!ask nobody", as: "carol", to: .group("room"))
+            try await chat.post("!ping", as: "carol", to: .group("room"))
+            #expect(try await chat.botMessages(in: .group("room")).compactMap(\.text) == ["pong"])
+            #expect(chat.host.metrics.value("perch_handler_errors_total", ["bot": "b"]) == 1)
+        }
+    }
+}

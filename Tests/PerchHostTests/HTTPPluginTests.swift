@@ -123,6 +123,46 @@ import Testing
         await service.stop()
     }
 
+    /// examples/plugins/http_plugin.py, run as the service it is: it checks the signature and
+    /// answers with a quote reply.
+    @Test func thePythonExampleServiceAnswers() async throws {
+        let directory = NSTemporaryDirectory() + "perch-http-plugin-" + UUID().uuidString
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let portFile = directory + "/port"
+        let secret = "the-example-service-secret"
+        let process = try ChildProcess(
+            "python3", [repositoryRoot + "/examples/plugins/http_plugin.py", "--port", "0", "--port-file", portFile],
+            environment: ["SHOUT_SECRET": secret, "PATH": ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin"])
+        defer { process.terminate(SIGKILL) }
+        #expect(try await waitUntil(.seconds(20)) { FileManager.default.fileExists(atPath: portFile) })
+        let port = try String(contentsOfFile: portFile, encoding: .utf8)
+        let rule = "  - on: { command: shout }\n    do: [{ plugin: shout }]\n"
+        func bot(_ secret: String) -> String {
+            botFile(
+                rule,
+                extra: """
+                    plugins:
+                      - name: shout
+                        url: http://127.0.0.1:\(port)/perch
+                        secret: \(secret)
+                        config: { suffix: "!!" }
+                    """)
+        }
+        try await withTestHost(config: hostConfig, bots: ["b.yaml": bot(secret)]) { chat in
+            let asked = try await chat.post("!shout hello there", as: "carol", to: .group("room"))
+            let answer = try await chat.waitForMessage(in: .group("room")) { $0.sender == "bot" }
+            #expect(answer.text == "HELLO THERE!! (for carol)" && answer.quotedMessageId == asked.id)
+        }
+        // Signed with another secret, the service refuses the post and nothing is said.
+        try await withTestHost(config: hostConfig, bots: ["b.yaml": bot("not-the-service-secret")]) { chat in
+            try await chat.post("!shout hello", as: "carol", to: .group("room"))
+            #expect(try await chat.botMessages(in: .group("room")).isEmpty)
+            #expect(chat.host.metrics.value("perch_handler_errors_total", ["bot": "b"]) == 1)
+            #expect(await chat.log.joined().contains("answered 401"))
+        }
+    }
+
     @Test func aSlowOrAbsentServiceRunsOutOfTimeAndOtherRulesGoOn() async throws {
         let slow = try Service(answers: [], delay: .milliseconds(1500))
         try await withTestHost(config: hostConfig, bots: ["b.yaml": Self.bot(url: slow.url, timeout: 300)]) { chat in

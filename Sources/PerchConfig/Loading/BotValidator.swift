@@ -168,6 +168,7 @@ struct BotValidator {
         }
     }
 
+    /// The finding for a secret too short to be one (`what`: which secret).
     static func shortSecret(_ what: String) -> String {
         what + " needs at least 16 characters; write ${SOME_VARIABLE} to keep it out of the file"
     }

@@ -163,11 +163,61 @@ import Testing
         }
     }
 
+    /// A service that sends its answer a byte at a time never lets the connection go idle, so
+    /// URLSession's own timeout never fires: the post is abandoned at `timeout_ms` all the same.
+    @Test func aServiceThatAnswersAByteAtATimeIsAbandonedAtTheTimeout() async throws {
+        let directory = NSTemporaryDirectory() + "perch-drip-" + UUID().uuidString
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let script = """
+            import os, sys, time
+            from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+            class Drip(BaseHTTPRequestHandler):
+                def do_POST(self):
+                    self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                    self.send_response(200)
+                    self.send_header("Content-Length", "200")
+                    self.end_headers()
+                    for _ in range(200):
+                        self.wfile.write(b" ")
+                        self.wfile.flush()
+                        time.sleep(0.05)
+                def log_message(self, *args):
+                    pass
+            server = ThreadingHTTPServer(("127.0.0.1", 0), Drip)
+            with open(sys.argv[1] + ".tmp", "w") as f:
+                f.write(str(server.server_address[1]))
+            os.rename(sys.argv[1] + ".tmp", sys.argv[1])
+            server.serve_forever()
+            """
+        try script.write(toFile: directory + "/drip.py", atomically: true, encoding: .utf8)
+        let portFile = directory + "/port"
+        let process = try ChildProcess("python3", [directory + "/drip.py", portFile])
+        defer { process.terminate(SIGKILL) }
+        #expect(try await waitUntil(.seconds(20)) { FileManager.default.fileExists(atPath: portFile) })
+        let port = try String(contentsOfFile: portFile, encoding: .utf8)
+        let bot = Self.bot(url: "http://127.0.0.1:\(port)/", timeout: 500)
+        try await withTestHost(config: hostConfig, bots: ["b.yaml": bot]) { chat in
+            let started = ContinuousClock.now
+            try await chat.post("!ask drip", as: "carol", to: .group("room"))
+            try await chat.post("!ping", as: "carol", to: .group("room"))
+            _ = try await chat.waitForMessage(in: .group("room")) { $0.text == "pong" }
+            // The answer takes 10 s to arrive; the ping waited for the post's 0.5 s, not for it
+            // (and not less: URLSession gave up at once on timeouts under a second).
+            let waited = ContinuousClock.now - started
+            #expect(waited >= .milliseconds(500) && waited < .seconds(5))
+            #expect(chat.host.metrics.value("perch_plugin_timeouts_total", ["plugin": "relay"]) == 1)
+        }
+    }
+
     @Test func aSlowOrAbsentServiceRunsOutOfTimeAndOtherRulesGoOn() async throws {
         let slow = try Service(answers: [], delay: .milliseconds(1500))
         try await withTestHost(config: hostConfig, bots: ["b.yaml": Self.bot(url: slow.url, timeout: 300)]) { chat in
+            let started = ContinuousClock.now
             try await chat.post("!ask slowly", as: "carol", to: .group("room"))
             try await chat.post("!ping", as: "carol", to: .group("room"))
+            _ = try await chat.waitForMessage(in: .group("room")) { $0.text == "pong" }
+            #expect(ContinuousClock.now - started >= .milliseconds(300))
             #expect(try await chat.botMessages(in: .group("room")).compactMap(\.text) == ["pong"])
             #expect(chat.host.metrics.value("perch_plugin_timeouts_total", ["plugin": "relay"]) == 1)
         }

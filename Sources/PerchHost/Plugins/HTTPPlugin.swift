@@ -97,17 +97,19 @@ final class HTTPPlugin: BotPlugin, HostAttached, @unchecked Sendable {
             let left = deadline - ContinuousClock.now
             guard left > .zero else { break }
             tries += 1
-            request.timeoutInterval = Double(left.components.seconds) + Double(left.components.attoseconds) / 1e18
+            // The deadline is `post(_:within:)`'s. swift-corelibs-foundation hands libcurl whole
+            // seconds, so an interval under one second times out at once (measured: 0.5 s fails in
+            // 2 ms, 1.0 s waits): URLSession's own timeout is kept past it.
+            request.timeoutInterval = Double(left.components.seconds + 2)
             let data: Data
             let status: Int
             do {
-                let (answer, response) = try await Self.session.data(for: request)
+                let (answer, response) = try await Self.post(request, within: left)
                 data = answer
                 status = (response as? HTTPURLResponse)?.statusCode ?? 0
-            } catch let error as URLError where error.code == .timedOut {
+            } catch let error as URLError where error.code == .timedOut || error.code == .cancelled {
+                if Task.isCancelled { throw CancellationError() }
                 break
-            } catch is CancellationError {
-                throw CancellationError()
             } catch {
                 // Refused, reset, not resolved: worth another try.
                 failure = "cannot reach \(shownURL): \(error.localizedDescription)"
@@ -131,6 +133,23 @@ final class HTTPPlugin: BotPlugin, HostAttached, @unchecked Sendable {
                 description: "\(shownURL) did not answer within \(timeout)" + (failure.isEmpty ? "" : " (\(failure))"))
         }
         throw ExternalPlugin.PluginFailure(description: failure + "; tried \(tries) times")
+    }
+
+    /// Posts `request`, abandoned once `time` has passed: URLSession's own timeout is the longest
+    /// wait between two reads, so a service that sends its answer a byte at a time would hold the
+    /// bot for as long as it liked.
+    static func post(_ request: URLRequest, within time: Duration) async throws -> (Data, URLResponse) {
+        let call = Task { try await session.data(for: request) }
+        let timer = Task {
+            try? await Task.sleep(for: time)
+            call.cancel()
+        }
+        defer { timer.cancel() }
+        return try await withTaskCancellationHandler {
+            try await call.value
+        } onCancel: {
+            call.cancel()
+        }
     }
 
     /// Runs the actions of a 2xx answer's body: a JSON-RPC response, or its bare result.

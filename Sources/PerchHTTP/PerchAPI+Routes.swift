@@ -32,6 +32,20 @@ extension PerchAPI {
                     APIJSON.data(
                         APIJSON.encode(try await api.service.group(request.parameter("guid"), as: request.caller.uid))))
             },
+            route("PUT", "v3/groups/{guid}", name: "groups.update") { api, request in
+                var body = try request.requiredBody()
+                let name = try body.string("name")
+                let typeText = try body.string("type")
+                let metadata = body.json("metadata")
+                try body.finish()
+                let type = try typeText.map { text throws(ChatError) in
+                    guard let type = GroupType(rawValue: text) else { throw .badRequest("type", "public or private") }
+                    return type
+                }
+                let group = try await api.service.updateGroup(
+                    request.parameter("guid"), name: name, type: type, metadata: metadata, by: request.caller.uid)
+                return .json(200, APIJSON.data(APIJSON.encode(group)))
+            },
             route("GET", "v3/groups/{guid}/members", name: "members.list") { api, request in
                 let members = try await api.service.members(
                     of: request.parameter("guid"), as: request.caller.uid,

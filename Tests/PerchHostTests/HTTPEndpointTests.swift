@@ -99,6 +99,28 @@ import Testing
         }
     }
 
+    @Test func aGroupsOwnerAndAdminsUpdateIt() async throws {
+        try await withHTTPChat { http in
+            let renamed = try await http.call(
+                "PUT", "/v3/groups/room", as: .user("bob"), json: #"{"name": "The Room", "metadata": {"topic": "x"}}"#)
+            #expect(renamed.status == 200 && renamed.data["name"] as? String == "The Room")
+            #expect(
+                try await http.call("GET", "/v3/groups/room", as: .user("carol")).data["name"] as? String == "The Room")
+            let refused = try await http.call("PUT", "/v3/groups/room", as: .user("carol"), json: #"{"name": "Mine"}"#)
+            #expect(refused.status == 403 && refused.errorCode == "ERR_GROUP_NO_CLEARANCE")
+            #expect(
+                try await http.call("PUT", "/v3/groups/room", as: .user("bob"), json: #"{"type": "secret"}"#).errorCode
+                    == "ERR_BAD_REQUEST")
+            #expect(
+                try await http.call("PUT", "/v3/groups/room", as: .user("bob"), json: #"{"owner": "bob"}"#).errorCode
+                    == "ERR_BAD_REQUEST")
+            #expect(try await http.call("PUT", "/v3/groups/room", as: .user("bob")).errorCode == "ERR_BAD_REQUEST")
+            #expect(
+                try await http.call("PUT", "/v3/groups/room", json: #"{"type": "private"}"#).data["type"] as? String
+                    == "private")
+        }
+    }
+
     @Test func messageRefusals() async throws {
         try await withHTTPChat { http in
             func send(_ json: String, as uid: String = "carol") async throws -> HTTPChat.Answer {

@@ -288,6 +288,40 @@ import Testing
         }
     }
 
+    /// CometChat's Update Group: the owner and admins change the name, type and metadata.
+    @Test func theOwnerAndAdminsUpdateTheGroup() async throws {
+        try await withChat { chat in
+            chat.clock.advance(by: 60)
+            let renamed = try await chat.service.updateGroup("g", name: "General", by: "bob")
+            #expect(renamed.name == "General" && renamed.type == .public && renamed.owner == "alice")
+            #expect(renamed.updatedAt == chat.clock.now() && renamed.createdAt < renamed.updatedAt)
+            let closed = try await chat.service.updateGroup(
+                "g", type: .private, metadata: .object(["topic": .string("ops")]), by: "alice")
+            #expect(closed.name == "General" && closed.type == .private)
+            let read = try await chat.service.group("g", as: "dave")
+            #expect(read.name == "General" && read.metadata?["topic"]?.stringValue == "ops" && read.membersCount == 4)
+            _ = try await chat.service.updateGroup("g", name: "By the app", by: User.system)
+
+            await expectRefusal(.groupNoClearance) {
+                _ = try await chat.service.updateGroup("g", name: "x", by: "carol")
+            }
+            await expectRefusal(.groupNoClearance) {
+                _ = try await chat.service.updateGroup("g", name: "x", by: "dave")
+            }
+            // Private now: an outsider is told there is no such group.
+            await expectRefusal(.guidNotFound) { _ = try await chat.service.updateGroup("g", name: "x", by: "erin") }
+            _ = try await chat.service.updateGroup("g", type: .public, by: "alice")
+            await expectRefusal(.groupNotJoined) { _ = try await chat.service.updateGroup("g", name: "x", by: "erin") }
+            await expectRefusal(.badRequest, params: ["field": "name", "reason": "must be 1–100 characters"]) {
+                _ = try await chat.service.updateGroup("g", name: "  ", by: "alice")
+            }
+            await expectRefusal(.guidNotFound) {
+                _ = try await chat.service.updateGroup("nope", name: "x", by: "alice")
+            }
+            #expect(try await chat.service.group("g", as: "dave").name == "By the app")
+        }
+    }
+
     @Test func privateGroupsAreInvisibleToOutsiders() async throws {
         try await withChat { chat in
             _ = try await chat.service.createGroup(guid: "secret", name: "S", type: .private, owner: "alice")

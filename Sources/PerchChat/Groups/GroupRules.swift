@@ -27,6 +27,14 @@ public enum GroupRules {
         if let targetScope, targetScope >= actorScope, !actor.isSystem { throw noClearance(over: targetScope) }
     }
 
+    /// Checks that `actor` may change the group itself (its name, type or metadata): its owner and
+    /// admins, as CometChat's Update Group.
+    /// - Throws: `ERR_GROUP_NOT_JOINED` for someone outside it, `ERR_GROUP_NO_CLEARANCE` below admin.
+    public static func checkUpdate(actor: Participation, guid: String) throws(ChatError) {
+        guard let actorScope = actor.scope else { throw ChatError(.groupNotJoined, ["guid": .string(guid)]) }
+        guard actorScope >= .admin else { throw ChatError(.groupNoClearance) }
+    }
+
     /// `ERR_GROUP_NO_SCOPE_CLEARANCE {scope}`: the scope at stake (the member's, or the one to give)
     /// is out of the actor's reach.
     private static func noClearance(over scope: GroupMemberScope) -> ChatError {

@@ -24,6 +24,31 @@ extension ChatService {
         }
     }
 
+    /// Changes a group's name, type or metadata (what is nil stays), as its owner, an admin or
+    /// `app_system`. Ownership moves by scope changes, not here.
+    /// - Throws: `ERR_BAD_REQUEST` (a name that is empty or over 100 characters), `ERR_GUID_NOT_FOUND`
+    ///   (also for a private group the actor is not in), `ERR_GROUP_NOT_JOINED`, `ERR_GROUP_NO_CLEARANCE`.
+    public func updateGroup(
+        _ guid: String, name: String? = nil, type: GroupType? = nil, metadata: JSONValue? = nil, by actor: String
+    ) async throws(ChatError) -> Group {
+        if let name, name.trimmingCharacters(in: .whitespaces).isEmpty || name.utf8.count > 100 {
+            throw .badRequest("name", "must be 1–100 characters")
+        }
+        let now = clock.now()
+        return try await writing { tx in
+            var group = try Self.requireGroup(tx, guid)
+            let who = try Self.participation(tx, uid: actor, in: .group(guid))
+            if group.type == .private, who.scope == nil { throw ChatError.guidNotFound(guid) }
+            try GroupRules.checkUpdate(actor: who, guid: guid)
+            if let name { group.name = name }
+            if let type { group.type = type }
+            if let metadata { group.metadata = metadata }
+            group.updatedAt = now
+            try tx.updateGroup(group)
+            return group
+        }
+    }
+
     /// Creates the group with this owner when absent (seeding). Idempotent; an existing group is
     /// left as it is.
     public func ensureGroup(guid: String, name: String, type: GroupType, owner: String) async throws(ChatError) -> Group

@@ -249,6 +249,21 @@ struct DeleteCase: CustomTestStringConvertible, Sendable {
                 == .sameScope)
     }
 
+    @Test func updatesOfTheGroupItself() {
+        for scope in [GroupMemberScope.owner, .admin] {
+            #expect(code { try GroupRules.checkUpdate(actor: member("a", scope), guid: "g") } == nil)
+        }
+        for scope in [GroupMemberScope.moderator, .participant] {
+            #expect(code { try GroupRules.checkUpdate(actor: member("m", scope), guid: "g") } == .groupNoClearance)
+        }
+        let system = Participation(uid: "app_system", receiverType: .group, standing: .system)
+        #expect(code { try GroupRules.checkUpdate(actor: system, guid: "g") } == nil)
+        for standing in [Participation.Standing.outsider, .banned] {
+            let actor = Participation(uid: "x", receiverType: .group, standing: standing)
+            #expect(code { try GroupRules.checkUpdate(actor: actor, guid: "g") } == .groupNotJoined)
+        }
+    }
+
     @Test func removals() {
         #expect(
             code { try GroupRules.checkRemoval(actor: member("m", .moderator), target: "p", targetScope: .participant) }

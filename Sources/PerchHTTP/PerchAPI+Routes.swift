@@ -88,6 +88,13 @@ extension PerchAPI {
                     request.parameter("uid"), from: request.parameter("guid"), by: request.caller.uid)
                 return .json(200, APIJSON.data(#"{"success":true}"#))
             },
+            route("GET", "v3/groups/{guid}/bannedusers", name: "bans.list") { api, request in
+                var users: [String] = []
+                for uid in try await api.service.bannedUsers(of: request.parameter("guid"), as: request.caller.uid) {
+                    users.append(APIJSON.encode(try await api.service.user(uid)))
+                }
+                return .json(200, APIJSON.list(users))
+            },
             route("POST", "v3/groups/{guid}/bannedusers/{uid}", name: "bans.add") { api, request in
                 try await api.service.ban(
                     request.parameter("uid"), from: request.parameter("guid"), by: request.caller.uid)

@@ -99,6 +99,22 @@ import Testing
         }
     }
 
+    @Test func aGroupsModeratorsListItsBannedUsers() async throws {
+        try await withHTTPChat { http in
+            #expect(try await http.call("GET", "/v3/groups/room/bannedusers", as: .user("bob")).list.isEmpty)
+            #expect(try await http.call("POST", "/v3/groups/room/bannedusers/carol", as: .user("bob")).status == 200)
+            let listed = try await http.call("GET", "/v3/groups/room/bannedusers", as: .user("bob"))
+            #expect(listed.status == 200 && listed.list.map { $0["uid"] as? String } == ["carol"])
+            #expect(listed.list.first?["name"] as? String == "Carol")
+            // Carol, banned, and anyone below moderator are not shown the list.
+            let refused = try await http.call("GET", "/v3/groups/other/bannedusers", as: .user("carol"))
+            #expect(refused.status == 403 && refused.errorCode == "ERR_GROUP_NO_CLEARANCE")
+            #expect(
+                try await http.call("GET", "/v3/groups/nowhere/bannedusers", as: .user("bob")).errorCode
+                    == "ERR_GUID_NOT_FOUND")
+        }
+    }
+
     @Test func aGroupsOwnerAndAdminsUpdateIt() async throws {
         try await withHTTPChat { http in
             let renamed = try await http.call(

@@ -327,6 +327,8 @@ import Testing
             _ = try await chat.service.createGroup(guid: "secret", name: "S", type: .private, owner: "alice")
             await expectRefusal(.guidNotFound) { _ = try await chat.service.group("secret", as: "erin") }
             await expectRefusal(.groupJoinNotAllowed) { _ = try await chat.service.join("secret", as: "erin") }
+            await expectRefusal(.guidNotFound) { _ = try await chat.service.bannedUsers(of: "secret", as: "erin") }
+            await expectRefusal(.groupNoClearance) { _ = try await chat.service.bannedUsers(of: "g", as: "erin") }
             #expect(try await chat.service.groups(as: "erin").map(\.guid) == ["g"])
             #expect(try await chat.service.groups(as: "alice").map(\.guid) == ["g", "secret"])
             #expect(try await chat.service.group("g", as: "erin").membersCount == 4)

@@ -276,11 +276,14 @@ extension ChatService {
         }
     }
 
-    /// Banned uids of a group, for its moderators.
+    /// Banned uids of a group, in uid order, for its moderators and above.
+    /// - Throws: `ERR_GUID_NOT_FOUND` (also for a private group the viewer is not in),
+    ///   `ERR_GROUP_NO_CLEARANCE`.
     public func bannedUsers(of guid: String, as viewer: String) async throws(ChatError) -> [String] {
         try await reading { tx in
-            _ = try Self.requireGroup(tx, guid)
+            let group = try Self.requireGroup(tx, guid)
             let who = try Self.participation(tx, uid: viewer, in: .group(guid))
+            if group.type == .private, who.scope == nil { throw ChatError.guidNotFound(guid) }
             guard let scope = who.scope, scope.canModerate else { throw ChatError(.groupNoClearance) }
             return try tx.bannedUids(guid: guid)
         }

@@ -56,6 +56,9 @@ let package = Package(
                 "PerchRegex", "PerchYAML", "PerchLock",
             ]
         ),
+        // The host's HTTP client for plugins reached over HTTP (URLSession): apart, so that a program
+        // embedding the host without it does not load libcurl.
+        .target(name: "PerchHTTPClient", dependencies: ["PerchHost"]),
         // Example plugins, loaded and run by the tests (examples/plugins holds the Python one).
         .target(name: "PerchExamplePlugins", dependencies: ["PerchHost", "PerchChat", "PerchLock"]),
         // The HTTP API: CometChat-shaped REST and Server-Sent Events on libmicrohttpd.
@@ -66,12 +69,15 @@ let package = Package(
             ]
         ),
         // The test harness for plugin authors: a host in-process on a temporary directory.
-        .target(name: "PerchTesting", dependencies: ["PerchHost", "PerchConfig", "PerchService", "PerchChat"]),
+        .target(
+            name: "PerchTesting",
+            dependencies: ["PerchHost", "PerchHTTPClient", "PerchConfig", "PerchService", "PerchChat"]),
         // The commands, thin: each builds a frontend, runs it, turns failure into an exit code.
         .target(
             name: "PerchCLI",
             dependencies: [
-                "CSched", "PerchConfig", "PerchService", "PerchSQLite", "PerchHost", "PerchHTTP", "PerchLock",
+                "CSched", "PerchConfig", "PerchService", "PerchSQLite", "PerchHost", "PerchHTTP", "PerchHTTPClient",
+                "PerchLock",
             ]),
         .executableTarget(name: "perch", dependencies: ["PerchCLI", "PerchHost"]),
         // libFuzzer entry point for the configuration loader (build with --sanitize=fuzzer).

@@ -3,6 +3,7 @@ import Foundation
 import PerchChat
 import PerchConfig
 import PerchHTTP
+import PerchHTTPClient
 import PerchHost
 import PerchLock
 import PerchService
@@ -53,7 +54,7 @@ public enum RunCommand {
                 logger: logger, schedulesFromTimer: !isDryRun, consumeEvents: !isDryRun,
                 // The bots a request's commit resumes run on that request's connection thread once
                 // it has answered, instead of waking a thread of the pool (JoiningExecutor).
-                executor: JoiningExecutor()))
+                executor: JoiningExecutor(), httpClient: URLSessionPluginClient()))
         do {
             try await host.start()
         } catch {

@@ -1,6 +1,7 @@
 import Foundation
 import PerchChat
 import PerchConfig
+import PerchHTTPClient
 import PerchHost
 import PerchService
 
@@ -136,22 +137,26 @@ public func writeTestConfiguration(config: String, bots: [String: String]) throw
 ///   - bots: bot files by name (`"helper.yaml": "..."`).
 ///   - registry: the Swift plugins to offer.
 ///   - executor: where the bots' consumers run (``BotHost/Options/executor``).
+///   - httpClient: how plugins with `url` are posted to (``BotHost/Options/httpClient``): a fake one
+///     answers for a service the test does not run; nil, as an embedder without one.
 public func withTestHost(
     config: String, bots: [String: String] = [:], registry: PluginRegistry = .standard,
-    environment: [String: String] = [:], executor: (any TaskExecutor)? = nil, _ body: (TestChat) async throws -> Void
+    environment: [String: String] = [:], executor: (any TaskExecutor)? = nil,
+    httpClient: (any PluginHTTPClient)? = URLSessionPluginClient(), _ body: (TestChat) async throws -> Void
 ) async throws {
     let directory = try writeTestConfiguration(config: config, bots: bots)
     defer { try? FileManager.default.removeItem(atPath: directory) }
     try await withTestHost(
         configPath: directory + "/config.yaml", dataDirectory: directory + "/data", registry: registry,
-        environment: environment, executor: executor, body)
+        environment: environment, executor: executor, httpClient: httpClient, body)
 }
 
 /// Starts a host on an existing configuration (for example the repository's own), with its data in
 /// `dataDirectory` (default: a temporary one), runs `body`, and always shuts the host down.
 public func withTestHost(
     configPath: String, dataDirectory: String? = nil, registry: PluginRegistry = .standard,
-    environment: [String: String] = [:], executor: (any TaskExecutor)? = nil, _ body: (TestChat) async throws -> Void
+    environment: [String: String] = [:], executor: (any TaskExecutor)? = nil,
+    httpClient: (any PluginHTTPClient)? = URLSessionPluginClient(), _ body: (TestChat) async throws -> Void
 ) async throws {
     let data =
         dataDirectory
@@ -165,7 +170,7 @@ public func withTestHost(
         configuration: loaded,
         options: BotHost.Options(
             dataDirectory: data, clock: clock, logger: HostLogger(minimum: .info, keepInMemory: true, sink: { _ in }),
-            registry: registry, schedulesFromTimer: false, executor: executor))
+            registry: registry, schedulesFromTimer: false, executor: executor, httpClient: httpClient))
     try await host.start()
     guard let service = await host.service else { throw HostError("the host has no service") }
     let chat = TestChat(host: host, service: service, clock: clock, directory: data)

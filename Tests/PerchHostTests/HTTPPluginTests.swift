@@ -210,6 +210,32 @@ import Testing
         }
     }
 
+    /// The client is the host's to give: a test (or an embedder) gives its own, and a host without
+    /// one refuses the bot at start, saying where, instead of failing each post.
+    @Test func theHTTPClientIsTheHostsToGive() async throws {
+        struct Fake: PluginHTTPClient {
+            let posted = Lock<[String]>([])
+            func post(_ url: URL, headers: [String: String], body: [UInt8], within time: Duration)
+                async throws(PluginHTTPFailure) -> (status: Int, body: [UInt8])
+            {
+                posted.withLock { $0.append(url.absoluteString) }
+                return (200, Array(#"{"actions": [{"reply": "from the fake"}]}"#.utf8))
+            }
+        }
+        let fake = Fake()
+        let bot = Self.bot(url: "https://nowhere.example/perch")
+        try await withTestHost(config: hostConfig, bots: ["b.yaml": bot], httpClient: fake) { chat in
+            try await chat.post("!ask", as: "carol", to: .group("room"))
+            #expect(try await chat.botMessages(in: .group("room")).compactMap(\.text) == ["from the fake"])
+        }
+        #expect(fake.posted.withLock { $0 } == ["https://nowhere.example/perch"])
+        await #expect {
+            try await withTestHost(config: hostConfig, bots: ["b.yaml": bot], httpClient: nil) { _ in }
+        } throws: { error in
+            "\(error)".contains("b.yaml:") && "\(error)".contains("plugins[0].url: this host has no HTTP client")
+        }
+    }
+
     @Test func aSlowOrAbsentServiceRunsOutOfTimeAndOtherRulesGoOn() async throws {
         let slow = try Service(answers: [], delay: .milliseconds(1500))
         try await withTestHost(config: hostConfig, bots: ["b.yaml": Self.bot(url: slow.url, timeout: 300)]) { chat in

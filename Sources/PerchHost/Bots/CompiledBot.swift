@@ -53,6 +53,10 @@ struct BotCompiler {
     /// Where the compiled word lists are kept between starts (the data directory); nil compiles
     /// every time.
     var cacheDirectory: String? = nil
+    /// Posts to the plugins reached over HTTP.
+    var httpClient: (any PluginHTTPClient)? = nil
+    /// Only checking the configuration (`perch check`): a plugin with `url` needs no client then.
+    var checking = true
 
     struct Output: Sendable {
         var bots: [CompiledBot]
@@ -82,10 +86,20 @@ struct BotCompiler {
             for (index, reference) in bot.plugins.enumerated() {
                 let path = "plugins[\(index)].config"
                 if let text = reference.url, let url = URL(string: text) {
-                    plugins[reference.name] = HTTPPlugin(
-                        name: reference.name, url: url, secret: reference.secret,
-                        timeoutMilliseconds: reference.timeoutMilliseconds,
-                        config: reference.config.map { ExternalPlugin.json(of: $0.node) } ?? .object([:]))
+                    if let httpClient {
+                        plugins[reference.name] = HTTPPlugin(
+                            name: reference.name, url: url, secret: reference.secret,
+                            timeoutMilliseconds: reference.timeoutMilliseconds,
+                            config: reference.config.map { ExternalPlugin.json(of: $0.node) } ?? .object([:]),
+                            client: httpClient)
+                    } else if !checking {
+                        findings.append(
+                            Finding(
+                                location: entry.locations.location(of: "plugins[\(index)].url"),
+                                path: "plugins[\(index)].url",
+                                message: "this host has no HTTP client to post with "
+                                    + "(an embedder gives BotHost.Options.httpClient; `perch run` has one)"))
+                    }
                 } else if let exec = reference.exec {
                     plugins[reference.name] = ExternalPlugin(
                         name: reference.name, command: exec, timeoutMilliseconds: reference.timeoutMilliseconds,

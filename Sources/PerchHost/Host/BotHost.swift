@@ -40,14 +40,18 @@ public actor BotHost {
         /// one thread without waking another; or a `JoiningExecutor` (`perch run`), which runs the
         /// bots a request's commit resumed on that request's HTTP connection thread.
         public var executor: (any TaskExecutor)?
+        /// Posts to the plugins reached over HTTP (`url:`); nil: a bot with one does not load.
+        /// `perch` gives `PerchHTTPClient`'s `URLSessionPluginClient`.
+        public var httpClient: (any PluginHTTPClient)?
 
         public init(
             dataDirectory: String? = nil, clock: any ChatClock = SystemClock(), logger: HostLogger = HostLogger(),
             registry: PluginRegistry = .standard, monotonic: @escaping @Sendable () -> Double = BotHost.uptime,
             schedulesFromTimer: Bool = true, consumeEvents: Bool = true,
             outbound: (@Sendable (_ bot: String, _ message: Message) -> Void)? = nil,
-            executor: (any TaskExecutor)? = nil
+            executor: (any TaskExecutor)? = nil, httpClient: (any PluginHTTPClient)? = nil
         ) {
+            self.httpClient = httpClient
             self.outbound = outbound
             self.executor = executor
             self.consumeEvents = consumeEvents
@@ -180,7 +184,8 @@ public actor BotHost {
         let compiled = BotCompiler(
             registry: options.registry, gate: config.ui.threadSubscription.enabled,
             workingDirectory: loaded.baseDirectory.isEmpty ? nil : loaded.baseDirectory,
-            cacheDirectory: (databasePath(loaded) as NSString).deletingLastPathComponent
+            cacheDirectory: (databasePath(loaded) as NSString).deletingLastPathComponent,
+            httpClient: options.httpClient, checking: false
         ).compile(loaded.bots)
         if !compiled.findings.isEmpty {
             throw HostError(compiled.findings.map(\.description).joined(separator: "; "))

@@ -2,9 +2,27 @@ import Foundation
 import PerchChat
 import PerchLock
 
-#if canImport(FoundationNetworking)
-    import FoundationNetworking
-#endif
+/// How the host posts to a plugin reached over HTTP. `perch` gives ``BotHost/Options/httpClient``
+/// the URLSession one of `PerchHTTPClient`; the protocol keeps an HTTP client library (libcurl,
+/// under FoundationNetworking: about 7 MiB and 10 ms at start) out of every program that embeds the
+/// host without using it.
+public protocol PluginHTTPClient: Sendable {
+    /// POSTs `body` to `url` with `headers`; gives up once `time` has passed.
+    /// - Returns: the answer's status and body.
+    /// - Throws: ``PluginHTTPFailure``.
+    func post(_ url: URL, headers: [String: String], body: [UInt8], within time: Duration)
+        async throws(PluginHTTPFailure) -> (status: Int, body: [UInt8])
+}
+
+/// Why a post got no answer.
+public enum PluginHTTPFailure: Error, Sendable, Hashable {
+    /// No answer came within the time.
+    case timedOut
+    /// The service could not be reached (refused, reset, not resolved), in the client's words.
+    case unreachable(String)
+    /// The task waiting on the post was cancelled (the host stopping).
+    case cancelled
+}
 
 /// A plugin reached over HTTP: an outgoing webhook, CometChat's bot `webhookURL`.
 ///
@@ -26,21 +44,18 @@ final class HTTPPlugin: BotPlugin, HostAttached, @unchecked Sendable {
     let secret: String?
     let timeout: Duration
     let config: JSONValue
+    let client: any PluginHTTPClient
     private let nextId = Lock(0)
     private let hooks = Lock<(logger: HostLogger?, metrics: HostMetrics?)>((nil, nil))
-
-    /// One session for every HTTP plugin: a bot file reloaded makes new plugins, and a session of
-    /// each would stay behind (a session lives until it is invalidated).
-    private static let session: URLSession = {
-        let configuration = URLSessionConfiguration.ephemeral
-        configuration.httpAdditionalHeaders = ["User-Agent": "Perch"]
-        return URLSession(configuration: configuration)
-    }()
 
     /// The tries a post gets, and the pause before each try after the first.
     static let pauses: [Duration] = [.milliseconds(200), .milliseconds(800)]
 
-    init(name: String, url: URL, secret: String?, timeoutMilliseconds: Int, config: JSONValue) {
+    init(
+        name: String, url: URL, secret: String?, timeoutMilliseconds: Int, config: JSONValue,
+        client: any PluginHTTPClient
+    ) {
+        self.client = client
         pluginName = name
         self.url = url
         self.secret = secret
@@ -74,16 +89,11 @@ final class HTTPPlugin: BotPlugin, HostAttached, @unchecked Sendable {
         writer.raw("}")
         let body = Array(writer.output.utf8)
 
-        var request = URLRequest(url: url)
-        request.httpMethod = "POST"
-        request.httpBody = Data(body)
-        request.setValue("application/json", forHTTPHeaderField: "Content-Type")
-        request.setValue(
-            "\(context.bot.name)/\(context.event.seq)/\(pluginName)", forHTTPHeaderField: "X-Perch-Delivery")
-        if let secret {
-            request.setValue(
-                WebhookSignature.value(secret: secret, body: body), forHTTPHeaderField: WebhookSignature.header)
-        }
+        var headers = [
+            "Content-Type": "application/json",
+            "X-Perch-Delivery": "\(context.bot.name)/\(context.event.seq)/\(pluginName)",
+        ]
+        if let secret { headers[WebhookSignature.header] = WebhookSignature.value(secret: secret, body: body) }
 
         let deadline = ContinuousClock.now + timeout
         var failure = ""
@@ -97,34 +107,28 @@ final class HTTPPlugin: BotPlugin, HostAttached, @unchecked Sendable {
             let left = deadline - ContinuousClock.now
             guard left > .zero else { break }
             tries += 1
-            // The deadline is `post(_:within:)`'s. swift-corelibs-foundation hands libcurl whole
-            // seconds, so an interval under one second times out at once (measured: 0.5 s fails in
-            // 2 ms, 1.0 s waits): URLSession's own timeout is kept past it.
-            request.timeoutInterval = Double(left.components.seconds + 2)
-            let data: Data
-            let status: Int
+            let answer: (status: Int, body: [UInt8])
             do {
-                let (answer, response) = try await Self.post(request, within: left)
-                data = answer
-                status = (response as? HTTPURLResponse)?.statusCode ?? 0
-            } catch let error as URLError where error.code == .timedOut || error.code == .cancelled {
-                if Task.isCancelled { throw CancellationError() }
+                answer = try await client.post(url, headers: headers, body: body, within: left)
+            } catch .timedOut {
                 break
-            } catch {
+            } catch .cancelled {
+                throw CancellationError()
+            } catch .unreachable(let reason) {
                 // Refused, reset, not resolved: worth another try.
-                failure = "cannot reach \(shownURL): \(error.localizedDescription)"
+                failure = "cannot reach \(shownURL): \(reason)"
                 continue
             }
-            switch status {
+            switch answer.status {
             case 200..<300:
-                try await answer(data, context)
+                try await run(answer.body, context)
                 return
             case 429, 500..<600:
-                failure = "\(shownURL) answered \(status)"
+                failure = "\(shownURL) answered \(answer.status)"
                 continue
             default:
                 throw ExternalPlugin.PluginFailure(
-                    description: "\(shownURL) answered \(status); nothing was tried again")
+                    description: "\(shownURL) answered \(answer.status); nothing was tried again")
             }
         }
         if failure.isEmpty || ContinuousClock.now >= deadline {
@@ -135,27 +139,10 @@ final class HTTPPlugin: BotPlugin, HostAttached, @unchecked Sendable {
         throw ExternalPlugin.PluginFailure(description: failure + "; tried \(tries) times")
     }
 
-    /// Posts `request`, abandoned once `time` has passed: URLSession's own timeout is the longest
-    /// wait between two reads, so a service that sends its answer a byte at a time would hold the
-    /// bot for as long as it liked.
-    static func post(_ request: URLRequest, within time: Duration) async throws -> (Data, URLResponse) {
-        let call = Task { try await session.data(for: request) }
-        let timer = Task {
-            try? await Task.sleep(for: time)
-            call.cancel()
-        }
-        defer { timer.cancel() }
-        return try await withTaskCancellationHandler {
-            try await call.value
-        } onCancel: {
-            call.cancel()
-        }
-    }
-
     /// Runs the actions of a 2xx answer's body: a JSON-RPC response, or its bare result.
-    private func answer(_ data: Data, _ context: BotContext) async throws {
+    private func run(_ data: [UInt8], _ context: BotContext) async throws {
         guard !data.allSatisfy({ $0 == 0x20 || $0 == 0x0A || $0 == 0x0D || $0 == 0x09 }) else { return }
-        guard let json = try? JSONDecoder().decode(JSONValue.self, from: data), case .object = json else {
+        guard let json = try? JSONDecoder().decode(JSONValue.self, from: Data(data)), case .object = json else {
             throw ExternalPlugin.PluginFailure(description: "\(shownURL) answered a body that is not a JSON object")
         }
         if let error = json["error"], error != .null {

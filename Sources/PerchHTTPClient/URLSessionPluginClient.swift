@@ -1,0 +1,54 @@
+import Foundation
+import PerchHost
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
+/// The host's HTTP client for plugins reached over HTTP, on URLSession (libcurl underneath).
+public struct URLSessionPluginClient: PluginHTTPClient {
+    /// One session for every post: a session lives until it is invalidated, so one per plugin would
+    /// stay behind at every reload.
+    private static let session: URLSession = {
+        let configuration = URLSessionConfiguration.ephemeral
+        configuration.httpAdditionalHeaders = ["User-Agent": "Perch"]
+        return URLSession(configuration: configuration)
+    }()
+
+    public init() {}
+
+    public func post(_ url: URL, headers: [String: String], body: [UInt8], within time: Duration)
+        async throws(PluginHTTPFailure) -> (status: Int, body: [UInt8])
+    {
+        var request = URLRequest(url: url)
+        request.httpMethod = "POST"
+        request.httpBody = Data(body)
+        for (name, value) in headers { request.setValue(value, forHTTPHeaderField: name) }
+        // The deadline is the timer's below. URLSession's own timeout is the longest wait between two
+        // reads (an answer sent a byte at a time never trips it), and swift-corelibs-foundation hands
+        // libcurl whole seconds, so an interval under one second times out at once (measured: 0.5 s
+        // fails in 2 ms, 1.0 s waits): it is kept past the deadline.
+        request.timeoutInterval = Double(time.components.seconds + 2)
+        let call = Task { try await Self.session.data(for: request) }
+        let timer = Task {
+            try? await Task.sleep(for: time)
+            call.cancel()
+        }
+        defer { timer.cancel() }
+        do {
+            let (data, response) = try await withTaskCancellationHandler {
+                try await call.value
+            } onCancel: {
+                call.cancel()
+            }
+            return ((response as? HTTPURLResponse)?.statusCode ?? 0, Array(data))
+        } catch let error as URLError where error.code == .timedOut || error.code == .cancelled {
+            if Task.isCancelled { throw .cancelled }
+            throw .timedOut
+        } catch is CancellationError {
+            throw .cancelled
+        } catch {
+            throw .unreachable(error.localizedDescription)
+        }
+    }
+}

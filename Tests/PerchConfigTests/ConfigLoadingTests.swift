@@ -90,6 +90,25 @@ import Testing
             ])
     }
 
+    /// A plugin reached over HTTP is posted only its `plugin:` actions: one no rule calls is never
+    /// posted to, and `perch check` says so.
+    @Test func aURLPluginNoRuleCallsIsAWarning() throws {
+        let plugins = "\nplugins:\n  - {name: relay, url: \"https://example.com/r\"}\n"
+        let fixture = try ConfigFixture(bots: ["b.yaml": ConfigFixture.baseBot + plugins])
+        defer { fixture.cleanup() }
+        #expect(
+            fixture.load().findings.filter { $0.location.file.hasSuffix("b.yaml") }.map(\.description) == [
+                "bots/b.yaml:9:24: warning: plugins[0].url: no rule's `plugin: relay` action calls this plugin, and a "
+                    + "plugin reached over HTTP is posted only those"
+            ])
+        let called = try ConfigFixture(bots: [
+            "b.yaml": ConfigFixture.baseBot.replacingOccurrences(of: "- reply: \"hello\"", with: "- plugin: relay")
+                + plugins
+        ])
+        defer { called.cleanup() }
+        #expect(called.load().findings.filter { $0.location.file.hasSuffix("b.yaml") }.isEmpty)
+    }
+
     @Test func nothingIsSaidAboutWhatLiesUnderARefusedValue() throws {
         // `user` is not a mapping: its uid is not named invalid besides.
         let bot = try ConfigFixture(bots: [

@@ -138,6 +138,15 @@ struct BotValidator {
             }
             if let url = plugin.url {
                 if let problem = Self.problem(withPluginURL: url) { error(loaded, path + ".url", problem) }
+                let called = loaded.bot.rules.contains { rule in
+                    rule.actions.contains { if case .plugin(plugin.name) = $0 { true } else { false } }
+                }
+                if !called {
+                    warning(
+                        loaded, path + ".url",
+                        "no rule's `plugin: \(plugin.name)` action calls this plugin, and a plugin reached over HTTP "
+                            + "is posted only those")
+                }
             } else if plugin.secret != nil {
                 error(loaded, path + ".secret", "`secret` signs the posts of a plugin with `url`; this one has none")
             }

@@ -46,7 +46,8 @@ final class HTTPPlugin: BotPlugin, HostAttached, @unchecked Sendable {
     let config: JSONValue
     let client: any PluginHTTPClient
     private let nextId = Lock(0)
-    private let hooks = Lock<(logger: HostLogger?, metrics: HostMetrics?)>((nil, nil))
+    /// Set by the host when it loads the bot, for the timeouts' count.
+    private let metrics = Lock<HostMetrics?>(nil)
 
     /// The tries a post gets, and the pause before each try after the first.
     static let pauses: [Duration] = [.milliseconds(200), .milliseconds(800)]
@@ -68,7 +69,7 @@ final class HTTPPlugin: BotPlugin, HostAttached, @unchecked Sendable {
     }
 
     func attach(logger: HostLogger, metrics: HostMetrics, bot: BotIdentity) {
-        hooks.withLock { $0 = (logger, metrics) }
+        self.metrics.withLock { $0 = metrics }
     }
 
     /// The URL as the log may show it: its scheme, host and port (its path or query may hold a
@@ -132,7 +133,7 @@ final class HTTPPlugin: BotPlugin, HostAttached, @unchecked Sendable {
             }
         }
         if failure.isEmpty || ContinuousClock.now >= deadline {
-            hooks.withLock { $0.metrics }?.increment("perch_plugin_timeouts_total", ["plugin": pluginName])
+            metrics.withLock { $0 }?.increment("perch_plugin_timeouts_total", ["plugin": pluginName])
             throw ExternalPlugin.PluginFailure(
                 description: "\(shownURL) did not answer within \(timeout)" + (failure.isEmpty ? "" : " (\(failure))"))
         }

@@ -225,6 +225,21 @@ import Testing
                     MessageQuery(conversationId: "group_g", direction: .after(10), limit: 31, parentMessageId: 0),
                     ["messages_top_level"]
                 ),
+                // The filters of the REST listings keep to the conversation's indexes too (the
+                // sender's muid index and the quotes' are partial and do not fit them).
+                (
+                    {
+                        var filtered = MessageQuery(
+                            conversationId: "group_g", direction: .before(nil), limit: 31, sender: "bob")
+                        filtered.tags = ["ops"]
+                        filtered.hideQuoted = true
+                        filtered.onlyWithMentions = true
+                        filtered.onlyWithAttachments = true
+                        filtered.sentAt = 1...2_000_000_000
+                        return filtered
+                    }(),
+                    whole
+                ),
                 (
                     MessageQuery(conversationId: "group_g", direction: .before(nil), limit: 31, parentMessageId: 7),
                     ["messages_by_thread"]

@@ -357,6 +357,24 @@ let brokenCases: [BrokenCase] = [
         "name: b\nuser: {uid: x}\nplugins:\n  - name: k\n    url: https://example.com/k\n    secret: hunter2\n",
         "bots/b.yaml:6:13: error: plugins[0].secret: a plugin's secret needs at least 16 characters; write ${SOME_VARIABLE} to keep it out of the file"
     ),
+    .bot(
+        "plugin header Perch sets itself",
+        "name: b\nuser: {uid: x}\nplugins:\n  - name: k\n    url: https://example.com/k\n    headers: {X-Hub-Signature-256: x}\n",
+        "bots/b.yaml:6:36: error: plugins[0].headers.X-Hub-Signature-256: Perch sets 'X-Hub-Signature-256' on each post itself"
+    ),
+    .bot(
+        "plugin header that is no header name",
+        "name: b\nuser: {uid: x}\nplugins:\n  - name: k\n    url: https://example.com/k\n    headers: {\"Bad Name\": x}\n",
+        "bots/b.yaml:6:27: error: plugins[0].headers.Bad Name: 'Bad Name' is not a header name"),
+    .bot(
+        "plugin header of two lines",
+        "name: b\nuser: {uid: x}\nplugins:\n  - name: k\n    url: https://example.com/k\n    headers: {X-Token: \"a\\r\\nX-Evil: b\"}\n",
+        "bots/b.yaml:6:24: error: plugins[0].headers.X-Token: a header's value is one line"),
+    .bot(
+        "plugin headers without a url",
+        "name: b\nuser: {uid: x}\nplugins:\n  - name: k\n    exec: [./k]\n    headers: {X-Token: a}\n",
+        "bots/b.yaml:6:14: error: plugins[0].headers: `headers` go with the posts of a plugin with `url`; this one has none"
+    ),
 ]
 
 @Suite struct BrokenConfigTests {

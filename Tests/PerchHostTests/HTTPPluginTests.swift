@@ -35,7 +35,7 @@ import Testing
         func stop() async { await onThread { [server] in server.stop() } }
     }
 
-    static func bot(url: String, secret: String? = nil, timeout: Int = 5000) -> String {
+    static func bot(url: String, secret: String? = nil, timeout: Int = 5000, headers: String? = nil) -> String {
         botFile(
             """
               - on: { command: ask }
@@ -49,6 +49,7 @@ import Testing
                     url: "\(url)"
                     timeout_ms: \(timeout)
                 \(secret.map { "    secret: \($0)" } ?? "")
+                \(headers.map { "    headers: \($0)" } ?? "")
                     config: { team: ops }
                 """)
     }
@@ -60,7 +61,9 @@ import Testing
             .json(204, ""),
         ])
         let secret = "a-secret-of-twenty-chars"
-        try await withTestHost(config: hostConfig, bots: ["b.yaml": Self.bot(url: service.url, secret: secret)]) {
+        let bot = Self.bot(
+            url: service.url, secret: secret, headers: #"{Authorization: "Bearer t0ken", X-Team: ops}"#)
+        try await withTestHost(config: hostConfig, bots: ["b.yaml": bot]) {
             chat in
             let asked = try await chat.post("!ask status", as: "carol", to: .group("room"))
             let answer = try await chat.waitForMessage(in: .group("room")) { $0.sender == "bot" }
@@ -74,6 +77,8 @@ import Testing
             let first = try #require(posts.first)
             #expect(first.method == "POST" && first.path == "/hook" && first.query["token"] == "in-the-query")
             #expect(first.header("content-type") == "application/json")
+            // The bot file's headers go with each post (a token, for a service that takes one).
+            #expect(first.header("authorization") == "Bearer t0ken" && first.header("x-team") == "ops")
             #expect(first.header("x-hub-signature-256") == WebhookSignature.value(secret: secret, body: first.body))
             let delivery = try #require(first.header("x-perch-delivery"))
             #expect(delivery.hasPrefix("b/") && delivery.hasSuffix("/relay"))

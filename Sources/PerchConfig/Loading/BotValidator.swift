@@ -149,6 +149,16 @@ struct BotValidator {
                 }
             } else if plugin.secret != nil {
                 error(loaded, path + ".secret", "`secret` signs the posts of a plugin with `url`; this one has none")
+            } else if plugin.headers != nil {
+                error(
+                    loaded, path + ".headers", "`headers` go with the posts of a plugin with `url`; this one has none")
+            }
+            for (name, value) in (plugin.headers ?? [:]).sorted(by: { $0.key < $1.key }) {
+                if let problem = Self.problem(withHeaderName: name) {
+                    error(loaded, path + ".headers." + name, problem)
+                } else if value.unicodeScalars.contains(where: { $0 == "\r" || $0 == "\n" || $0 == "\0" }) {
+                    error(loaded, path + ".headers." + name, "a header's value is one line")
+                }
             }
             if let secret = plugin.secret, secret.utf8.count < 16 {
                 error(loaded, path + ".secret", Self.shortSecret("a plugin's secret"))
@@ -180,6 +190,20 @@ struct BotValidator {
     /// The finding for a secret too short to be one (`what`: which secret).
     static func shortSecret(_ what: String) -> String {
         what + " needs at least 16 characters; write ${SOME_VARIABLE} to keep it out of the file"
+    }
+
+    /// The headers Perch sets on a plugin's posts itself.
+    static let ownHeaders: Set<String> = [
+        "content-type", "content-length", "host", "x-perch-delivery", "x-hub-signature-256",
+    ]
+
+    /// Why `name` cannot be a header of a plugin's posts: nil when it is an HTTP token (RFC 9110)
+    /// that Perch does not set itself.
+    static func problem(withHeaderName name: String) -> String? {
+        let token = Set("!#$%&'*+-.^_`|~0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ")
+        guard !name.isEmpty, name.allSatisfy(token.contains) else { return "'\(name)' is not a header name" }
+        guard !ownHeaders.contains(name.lowercased()) else { return "Perch sets '\(name)' on each post itself" }
+        return nil
     }
 
     /// Why `text` is no URL a plugin can be posted to: nil when it is an `http` or `https` URL with

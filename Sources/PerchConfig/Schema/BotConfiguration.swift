@@ -134,13 +134,16 @@ public struct PluginReference: Decodable, Sendable {
     /// `secret` (default none): with `url`, signs each post (`X-Hub-Signature-256`, the body's
     /// HMAC-SHA256); write it as `${VAR}`, from the environment.
     public var secret: String?
+    /// `headers` (default none): with `url`, more headers for each post, such as
+    /// `Authorization: "Bearer ${TOKEN}"` for a service that takes a token instead of a signature.
+    public var headers: [String: String]?
     /// `timeout_ms` (default 5000): how long one event may take before it is abandoned.
     public var timeoutMilliseconds: Int
     /// `config` (default none): handed to the plugin, which decodes it into its own type.
     public var config: ConfigSubtree?
 
     enum CodingKeys: String, CodingKey {
-        case name, exec, url, secret, config
+        case name, exec, url, secret, headers, config
         case timeoutMilliseconds = "timeout_ms"
     }
 
@@ -150,6 +153,7 @@ public struct PluginReference: Decodable, Sendable {
         exec = try c.decodeIfPresent([String].self, forKey: .exec)
         url = try c.decodeIfPresent(String.self, forKey: .url)
         secret = try c.decodeIfPresent(String.self, forKey: .secret)
+        headers = try c.decodeIfPresent([String: String].self, forKey: .headers)
         timeoutMilliseconds = try c.decodeIfPresent(Int.self, forKey: .timeoutMilliseconds) ?? 5000
         config = try c.decodeIfPresent(ConfigSubtree.self, forKey: .config)
     }

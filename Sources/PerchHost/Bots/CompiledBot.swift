@@ -88,7 +88,7 @@ struct BotCompiler {
                 if let text = reference.url, let url = URL(string: text) {
                     if let httpClient {
                         plugins[reference.name] = HTTPPlugin(
-                            name: reference.name, url: url, secret: reference.secret,
+                            name: reference.name, url: url, secret: reference.secret, headers: reference.headers ?? [:],
                             timeoutMilliseconds: reference.timeoutMilliseconds,
                             config: reference.config.map { ExternalPlugin.json(of: $0.node) } ?? .object([:]),
                             client: httpClient)

@@ -42,6 +42,8 @@ final class HTTPPlugin: BotPlugin, HostAttached, @unchecked Sendable {
     let pluginName: String
     let url: URL
     let secret: String?
+    /// The bot file's `headers`, sent with each post (a token, say); never logged.
+    let extraHeaders: [String: String]
     let timeout: Duration
     let config: JSONValue
     let client: any PluginHTTPClient
@@ -53,9 +55,10 @@ final class HTTPPlugin: BotPlugin, HostAttached, @unchecked Sendable {
     static let pauses: [Duration] = [.milliseconds(200), .milliseconds(800)]
 
     init(
-        name: String, url: URL, secret: String?, timeoutMilliseconds: Int, config: JSONValue,
-        client: any PluginHTTPClient
+        name: String, url: URL, secret: String?, headers: [String: String] = [:], timeoutMilliseconds: Int,
+        config: JSONValue, client: any PluginHTTPClient
     ) {
+        extraHeaders = headers
         self.client = client
         pluginName = name
         self.url = url
@@ -90,10 +93,11 @@ final class HTTPPlugin: BotPlugin, HostAttached, @unchecked Sendable {
         writer.raw("}")
         let body = Array(writer.output.utf8)
 
-        var headers = [
+        var headers = extraHeaders
+        headers.merge([
             "Content-Type": "application/json",
             "X-Perch-Delivery": "\(context.bot.name)/\(context.event.seq)/\(pluginName)",
-        ]
+        ]) { _, own in own }
         if let secret { headers[WebhookSignature.header] = WebhookSignature.value(secret: secret, body: body) }
 
         let deadline = ContinuousClock.now + timeout

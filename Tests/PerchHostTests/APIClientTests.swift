@@ -124,7 +124,10 @@ import Testing
                     try await Task.sleep(for: .milliseconds(20))
                 }
             }
-            try await Task.sleep(for: .milliseconds(300))
+            // Posted once the stream is open (it starts at the present): a fixed pause was too short
+            // for the client to connect in a full parallel run.
+            #expect(
+                try await waitUntil(.seconds(20)) { chat.host.metrics.value("perch_sse_connections") >= 1 })
             _ = try await chat.post("before", as: "alice", to: .group("room"))
             try await waitFor(1)
             await onThread { first.stop() }

@@ -19,7 +19,9 @@ import Testing
                     }
                 }
             }
-            try await Task.sleep(for: .milliseconds(300))
+            // Sent once the stream is open: it starts at the present.
+            #expect(
+                try await waitUntil(.seconds(20)) { http.chat.host.metrics.value("perch_sse_connections") >= 1 })
             let sent = try await client.call(
                 "POST", "/v3/messages", body: ["receiver": "room", "receiverType": "group", "data": ["text": "hi"]])
             let id = try #require((sent as? [String: Any])?["id"] as? Int)

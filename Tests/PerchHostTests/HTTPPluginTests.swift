@@ -262,6 +262,10 @@ import Testing
             try await chat.post("!ping", as: "carol", to: .group("room"))
             #expect(try await chat.botMessages(in: .group("room")).compactMap(\.text) == ["pong"])
             #expect(chat.host.metrics.value("perch_handler_errors_total", ["bot": "b"]) == 1)
+            // The client's words on the failure name the host and port, not the URL's query.
+            let log = await chat.log.joined(separator: "\n")
+            #expect(log.contains("cannot reach http://127.0.0.1:") && log.contains("tried 3 times"))
+            #expect(!log.contains("in-the-query"))
         }
     }
 }

@@ -106,7 +106,7 @@ let package = Package(
             name: "PerchHostTests",
             dependencies: [
                 "PerchHost", "PerchTesting", "PerchConfig", "PerchService", "PerchChat", "PerchMatch", "PerchCLI",
-                "PerchSQLite", "perch", "PerchExamplePlugins", "PerchHTTP",
+                "PerchSQLite", "perch", "PerchExamplePlugins", "PerchHTTP", "PerchHTTPClient",
             ],
             resources: [.copy("Fixtures")]
         ),

@@ -42,12 +42,15 @@ public struct URLSessionPluginClient: PluginHTTPClient {
                 call.cancel()
             }
             return ((response as? HTTPURLResponse)?.statusCode ?? 0, Array(data))
-        } catch let error as URLError where error.code == .timedOut || error.code == .cancelled {
-            if Task.isCancelled { throw .cancelled }
-            throw .timedOut
-        } catch is CancellationError {
-            throw .cancelled
         } catch {
+            // Cancelled by the caller (the host stopping), or by the timer: the post's own task is
+            // cancelled either way, and before it started it throws CancellationError, not a
+            // URLError (a full parallel run hit that: the timeout was told as the host stopping).
+            if Task.isCancelled { throw .cancelled }
+            if error is CancellationError { throw .timedOut }
+            if let error = error as? URLError, error.code == .timedOut || error.code == .cancelled {
+                throw .timedOut
+            }
             throw .unreachable(error.localizedDescription)
         }
     }

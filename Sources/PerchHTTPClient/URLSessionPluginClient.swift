@@ -30,10 +30,12 @@ public struct URLSessionPluginClient: PluginHTTPClient {
         // fails in 2 ms, 1.0 s waits): it is kept past the deadline.
         request.timeoutInterval = Double(time.components.seconds + 2)
         let call = Task { try await Self.session.data(for: request) }
-        let timer = Task {
-            try? await Task.sleep(for: time)
-            call.cancel()
-        }
+        // On Dispatch's threads, not the cooperative pool: a host whose pool is busy kept a timer
+        // task waiting past the post's answer (a full parallel test run: a 50 ms deadline, the
+        // answer at 500 ms, taken).
+        let timer = DispatchWorkItem { call.cancel() }
+        let nanoseconds = time.components.seconds * 1_000_000_000 + time.components.attoseconds / 1_000_000_000
+        DispatchQueue.global().asyncAfter(deadline: .now() + .nanoseconds(Int(max(0, nanoseconds))), execute: timer)
         defer { timer.cancel() }
         do {
             let (data, response) = try await withTaskCancellationHandler {

@@ -137,53 +137,63 @@ struct BotValidator {
                 error(loaded, path + ".url", "give `exec` or `url`, not both")
             }
             if let url = plugin.url {
-                if let problem = Self.problem(withPluginURL: url) { error(loaded, path + ".url", problem) }
-                let called = loaded.bot.rules.contains { rule in
-                    rule.actions.contains { if case .plugin(plugin.name) = $0 { true } else { false } }
-                }
-                if !called {
-                    warning(
-                        loaded, path + ".url",
-                        "no rule's `plugin: \(plugin.name)` action calls this plugin, and a plugin reached over HTTP "
-                            + "is posted only those")
-                }
+                validateURL(loaded, plugin, url, path: path)
             } else if plugin.secret != nil {
                 error(loaded, path + ".secret", "`secret` signs the posts of a plugin with `url`; this one has none")
             } else if plugin.headers != nil {
                 error(
                     loaded, path + ".headers", "`headers` go with the posts of a plugin with `url`; this one has none")
             }
-            for (name, value) in (plugin.headers ?? [:]).sorted(by: { $0.key < $1.key }) {
-                if let problem = Self.problem(withHeaderName: name) {
-                    error(loaded, path + ".headers." + name, problem)
-                } else if value.unicodeScalars.contains(where: { $0 == "\r" || $0 == "\n" || $0 == "\0" }) {
-                    error(loaded, path + ".headers." + name, "a header's value is one line")
-                }
-            }
-            if let secret = plugin.secret, secret.utf8.count < 16 {
-                error(loaded, path + ".secret", Self.shortSecret("a plugin's secret"))
-            }
-            if plugin.url != nil {
-                // Reached over HTTP: nothing to start here.
-            } else if let exec = plugin.exec {
+            validatePostCredentials(loaded, plugin, path: path)
+            switch (plugin.url, plugin.exec) {
+            case (nil, let exec?):
                 if exec.isEmpty || exec[0].isEmpty {
                     error(loaded, path + ".exec", "exec needs a command")
                 } else if let problem = programs.problem(with: exec[0]) {
                     // A warning: the host may run where this check did not (another PATH).
                     warning(loaded, path + ".exec[0]", problem + "; the plugin cannot start here")
                 }
-            } else if !swiftPlugins.contains(plugin.name) {
+            case (nil, nil) where !swiftPlugins.contains(plugin.name):
                 error(
                     loaded, path + ".name",
                     unknown(
                         "plugin", plugin.name, among: swiftPlugins,
                         where: "no Swift plugin has this name; give `exec` or `url` for an external one"))
+            default: break  // reached over HTTP (nothing to start here), or a Swift plugin
             }
             if !(10...600_000).contains(plugin.timeoutMilliseconds) {
                 error(
                     loaded, path + ".timeout_ms", "\(plugin.timeoutMilliseconds) is out of range; expected 10 to 600000"
                 )
             }
+        }
+    }
+
+    /// A plugin reached over HTTP: its URL, and whether any rule calls it (it is posted nothing else).
+    mutating func validateURL(_ loaded: LoadedBot, _ plugin: PluginReference, _ url: String, path: String) {
+        if let problem = Self.problem(withPluginURL: url) { error(loaded, path + ".url", problem) }
+        let called = loaded.bot.rules.contains { rule in
+            rule.actions.contains { if case .plugin(plugin.name) = $0 { true } else { false } }
+        }
+        if !called {
+            warning(
+                loaded, path + ".url",
+                "no rule's `plugin: \(plugin.name)` action calls this plugin, and a plugin reached over HTTP "
+                    + "is posted only those")
+        }
+    }
+
+    /// The headers and the secret a plugin's posts carry.
+    mutating func validatePostCredentials(_ loaded: LoadedBot, _ plugin: PluginReference, path: String) {
+        for (name, value) in (plugin.headers ?? [:]).sorted(by: { $0.key < $1.key }) {
+            if let problem = Self.problem(withHeaderName: name) {
+                error(loaded, path + ".headers." + name, problem)
+            } else if value.unicodeScalars.contains(where: { $0 == "\r" || $0 == "\n" || $0 == "\0" }) {
+                error(loaded, path + ".headers." + name, "a header's value is one line")
+            }
+        }
+        if let secret = plugin.secret, secret.utf8.count < 16 {
+            error(loaded, path + ".secret", Self.shortSecret("a plugin's secret"))
         }
     }
 

@@ -320,65 +320,81 @@ final class SQLiteTransaction: ChatWriteTransaction {
         return try db.query(sql, values, row: readMessage)
     }
 
-    /// A whole conversation's page merges its two indexes, the top level's and the thread
-    /// replies': SQLite walks both in `id` order and stops at the limit (a `MERGE (UNION ALL)` of
-    /// two index searches, no sort), so every message is in one conversation index, not two.
-    static func pageSQL(_ query: MessageQuery) -> (String, [SQLValue]) {
+    /// The conditions of a listing's filter on the messages table named `table`, but its thread
+    /// (`parentMessageId`), which each listing scopes through its own index.
+    static func filterSQL(_ filter: MessageFilter, on table: String) -> ([String], [SQLValue]) {
         var filters: [String] = []
         var values: [SQLValue] = []
-        let ascending: Bool
-        switch query.direction {
-        case .before(let bound?):
-            filters.append("id < ?")
-            values.append(.int(bound))
-            ascending = false
-        case .before(nil):
-            ascending = false
-        case .after(let bound):
-            filters.append("id > ?")
-            values.append(.int(bound))
-            ascending = true
+        func marks(_ count: Int) -> String { Array(repeating: "?", count: count).joined(separator: ", ") }
+        if filter.hideDeleted { filters.append("\(table).deleted_at = 0") }
+        if !filter.categories.isEmpty {
+            filters.append("\(table).category IN (\(marks(filter.categories.count)))")
+            values += filter.categories.map { .text($0.rawValue) }
         }
-        if query.hideDeleted { filters.append("deleted_at = 0") }
-        if query.onlyPinned { filters.append("pinned_at != 0") }
-        if !query.categories.isEmpty {
-            filters.append(
-                "category IN (\(Array(repeating: "?", count: query.categories.count).joined(separator: ", ")))")
-            values += query.categories.map { .text($0.rawValue) }
+        if !filter.types.isEmpty {
+            filters.append("\(table).type IN (\(marks(filter.types.count)))")
+            values += filter.types.map { .text($0) }
         }
-        if !query.types.isEmpty {
-            filters.append("type IN (\(Array(repeating: "?", count: query.types.count).joined(separator: ", ")))")
-            values += query.types.map { .text($0) }
-        }
-        if let keyword = query.searchKeyword, !keyword.isEmpty {
-            filters.append("text LIKE ? ESCAPE '\\'")
+        if let keyword = filter.searchKeyword, !keyword.isEmpty {
+            filters.append("\(table).text LIKE ? ESCAPE '\\'")
             let escaped = keyword.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(
                 of: "%", with: "\\%"
             )
             .replacingOccurrences(of: "_", with: "\\_")
             values.append(.text("%\(escaped)%"))
         }
-        if !query.mentionedUids.isEmpty {
-            let marks = Array(repeating: "?", count: query.mentionedUids.count).joined(separator: ", ")
-            filters.append("id IN (SELECT message_id FROM mentions WHERE uid IN (\(marks)))")
-            values += query.mentionedUids.map { .text($0) }
+        if !filter.mentionedUids.isEmpty {
+            filters.append(
+                "\(table).id IN (SELECT message_id FROM mentions WHERE uid IN (\(marks(filter.mentionedUids.count))))")
+            values += filter.mentionedUids.map { .text($0) }
         }
-        if let sender = query.sender {
-            filters.append("sender = ?")
+        if let sender = filter.sender {
+            filters.append("\(table).sender = ?")
             values.append(.text(sender))
         }
-        if !query.tags.isEmpty {
+        if !filter.tags.isEmpty {
             // A message's tags are a JSON array (NULL when it has none).
-            let marks = Array(repeating: "?", count: query.tags.count).joined(separator: ", ")
-            filters.append("EXISTS (SELECT 1 FROM json_each(messages.tags) WHERE value IN (\(marks)))")
-            values += query.tags.map { .text($0) }
+            filters.append(
+                "EXISTS (SELECT 1 FROM json_each(\(table).tags) WHERE value IN (\(marks(filter.tags.count))))")
+            values += filter.tags.map { .text($0) }
         }
-        if query.hideQuoted { filters.append("quoted_id = 0") }
-        if query.onlyWithMentions { filters.append("mentions IS NOT NULL") }
-        if query.onlyWithAttachments { filters.append("attachments IS NOT NULL") }
-        if let sentAt = query.sentAt {
-            filters.append("sent_at BETWEEN ? AND ?")
+        if filter.hideQuoted { filters.append("\(table).quoted_id = 0") }
+        if filter.onlyWithMentions { filters.append("\(table).mentions IS NOT NULL") }
+        if filter.onlyWithAttachments { filters.append("\(table).attachments IS NOT NULL") }
+        if let sentAt = filter.sentAt {
+            filters.append("\(table).sent_at BETWEEN ? AND ?")
             values += [.int(sentAt.lowerBound), .int(sentAt.upperBound)]
+        }
+        return (filters, values)
+    }
+
+    /// The thread condition of a filter for the pinned and saved listings, which walk their own
+    /// indexes rather than the conversation's.
+    static func threadSQL(_ filter: MessageFilter, on table: String) -> ([String], [SQLValue]) {
+        switch filter.parentMessageId {
+        case nil: ([], [])
+        case 0?: (["\(table).parent_id = 0"], [])
+        case let parent?: (["\(table).parent_id = ?"], [.int(parent)])
+        }
+    }
+
+    /// A whole conversation's page merges its two indexes, the top level's and the thread
+    /// replies': SQLite walks both in `id` order and stops at the limit (a `MERGE (UNION ALL)` of
+    /// two index searches, no sort), so every message is in one conversation index, not two.
+    static func pageSQL(_ query: MessageQuery) -> (String, [SQLValue]) {
+        var (filters, values) = filterSQL(query.filter, on: "messages")
+        let ascending: Bool
+        switch query.direction {
+        case .before(let bound?):
+            filters.insert("id < ?", at: 0)
+            values.insert(.int(bound), at: 0)
+            ascending = false
+        case .before(nil):
+            ascending = false
+        case .after(let bound):
+            filters.insert("id > ?", at: 0)
+            values.insert(.int(bound), at: 0)
+            ascending = true
         }
         let conversation = SQLValue.text(query.conversationId)
         func select(_ scope: String, _ scopeValues: [SQLValue], index: String = "") -> (String, [SQLValue]) {
@@ -386,7 +402,7 @@ final class SQLiteTransaction: ChatWriteTransaction {
             return ("SELECT \(Self.messageColumns) FROM messages\(index) WHERE \(conditions)", scopeValues + values)
         }
         var (sql, all): (String, [SQLValue])
-        switch query.parentMessageId {
+        switch query.filter.parentMessageId {
         case nil:
             let (top, topValues) = select("conversation_id = ? AND parent_id = 0", [conversation])
             let (replies, replyValues) = select("conversation_id = ? AND parent_id != 0", [conversation])
@@ -414,14 +430,19 @@ final class SQLiteTransaction: ChatWriteTransaction {
                 [.text(conversationId)]) ?? 0)
     }
 
-    func pinnedMessages(conversationId: String, limit: Int, after cursor: (Int64, Int64)?) throws -> [Message] {
+    func pinnedMessages(
+        conversationId: String, matching filter: MessageFilter, limit: Int, after cursor: (Int64, Int64)?
+    ) throws -> [Message] {
         let (time, id) = cursor ?? (Int64.max, Int64.max)
+        let (thread, threadValues) = Self.threadSQL(filter, on: "messages")
+        let (filters, values) = Self.filterSQL(filter, on: "messages")
+        let conditions = (["conversation_id = ? AND pinned_at != 0 AND (pinned_at, id) < (?, ?)"] + thread + filters)
         return try db.query(
             """
-            SELECT \(Self.messageColumns) FROM messages
-            WHERE conversation_id = ? AND pinned_at != 0 AND (pinned_at, id) < (?, ?)
+            SELECT \(Self.messageColumns) FROM messages WHERE \(conditions.joined(separator: " AND "))
             ORDER BY pinned_at DESC, id DESC LIMIT ?
-            """, [.text(conversationId), .int(time), .int(id), .int(Int64(limit))], row: readMessage)
+            """, [.text(conversationId), .int(time), .int(id)] + threadValues + values + [.int(Int64(limit))],
+            row: readMessage)
     }
 
     func oldestPinnedMessages(conversationId: String, pinnedBy: String, limit: Int) throws -> [Message] {
@@ -446,18 +467,23 @@ final class SQLiteTransaction: ChatWriteTransaction {
                 [.text(uid)]) ?? 0)
     }
 
-    func savedMessages(uid: String, limit: Int, after cursor: (Int64, Int64)?) throws -> [Message] {
+    func savedMessages(uid: String, matching filter: MessageFilter, limit: Int, after cursor: (Int64, Int64)?)
+        throws -> [Message]
+    {
         let (time, id) = cursor ?? (Int64.max, Int64.max)
         let columns = Self.messageColumns.split(separator: ",").map {
             "m." + $0.trimmingCharacters(in: .whitespacesAndNewlines)
         }
         .joined(separator: ", ")
+        let (thread, threadValues) = Self.threadSQL(filter, on: "m")
+        let (filters, values) = Self.filterSQL(filter, on: "m")
+        let conditions = (["s.uid = ? AND (s.saved_at, s.message_id) < (?, ?) AND \(Self.liveSave)"] + thread + filters)
         return try db.query(
             """
             SELECT \(columns), s.saved_at FROM saves s JOIN messages m ON m.id = s.message_id
-            WHERE s.uid = ? AND (s.saved_at, s.message_id) < (?, ?) AND \(Self.liveSave)
+            WHERE \(conditions.joined(separator: " AND "))
             ORDER BY s.saved_at DESC, s.message_id DESC LIMIT ?
-            """, [.text(uid), .int(time), .int(id), .int(Int64(limit))]
+            """, [.text(uid), .int(time), .int(id)] + threadValues + values + [.int(Int64(limit))]
         ) { row in
             var message = readMessage(row)
             message.savedAt = row.int(25)

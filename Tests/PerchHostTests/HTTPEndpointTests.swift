@@ -213,9 +213,10 @@ import Testing
             _ = try await send(
                 #"{"receiver": "room", "receiverType": "group", "quotedMessageId": \#(first), "data": {"text": "three"}}"#,
                 as: "bob")
-            func texts(_ query: String) async throws -> [String] {
-                let answer = try await http.call(
-                    "GET", "/v3/groups/room/messages?category=message&\(query)", as: .user("carol"))
+            func texts(_ query: String, at path: String = "/v3/groups/room/messages?category=message&") async throws
+                -> [String]
+            {
+                let answer = try await http.call("GET", path + query, as: .user("carol"))
                 #expect(answer.status == 200, "\(query): \(String(decoding: answer.body, as: UTF8.self))")
                 return answer.list.compactMap {
                     ($0["data"] as? [String: Any])?["text"] as? String ?? $0["text"] as? String
@@ -243,6 +244,16 @@ import Testing
                         == field, "\(query)")
             }
             #expect(try await texts("unread=false") == ["one", "two", "three"])
+            // The pinned and the saved lists take the same filters.
+            let conversation = try await http.call(
+                "GET", "/v3/groups/room/messages?category=message", as: .user("carol"))
+            for id in conversation.list.compactMap({ $0["id"] as? Int }) {
+                #expect(try await http.call("POST", "/v3/messages/\(id)/pin").status == 200)
+                #expect(try await http.call("POST", "/v3/messages/\(id)/save", as: .user("carol")).status == 200)
+            }
+            #expect(try await texts("pinned=true&sender=bob&hideQuotedMessages=true") == ["one"])
+            #expect(try await texts("pinned=true&tags=ops") == ["two"])
+            #expect(try await texts("saved=true&sender=bob", at: "/v3/messages?") == ["three", "one"])
         }
     }
 

@@ -217,31 +217,35 @@ import Testing
                 (MessageQuery(conversationId: "group_g", direction: .before(500), limit: 31), whole),
                 (
                     MessageQuery(
-                        conversationId: "group_g", direction: .after(10), limit: 31, hideDeleted: true,
-                        categories: [.message], mentionedUids: ["bob"]),
+                        conversationId: "group_g", direction: .after(10), limit: 31,
+                        filter: MessageFilter(hideDeleted: true, categories: [.message], mentionedUids: ["bob"])),
                     whole
                 ),
                 (
-                    MessageQuery(conversationId: "group_g", direction: .after(10), limit: 31, parentMessageId: 0),
+                    MessageQuery(
+                        conversationId: "group_g", direction: .after(10), limit: 31,
+                        filter: MessageFilter(parentMessageId: 0)),
                     ["messages_top_level"]
                 ),
                 // The filters of the REST listings keep to the conversation's indexes too (the
                 // sender's muid index and the quotes' are partial and do not fit them).
                 (
                     {
-                        var filtered = MessageQuery(
-                            conversationId: "group_g", direction: .before(nil), limit: 31, sender: "bob")
-                        filtered.tags = ["ops"]
-                        filtered.hideQuoted = true
-                        filtered.onlyWithMentions = true
-                        filtered.onlyWithAttachments = true
-                        filtered.sentAt = 1...2_000_000_000
-                        return filtered
+                        var filter = MessageFilter(sender: "bob")
+                        filter.tags = ["ops"]
+                        filter.hideQuoted = true
+                        filter.onlyWithMentions = true
+                        filter.onlyWithAttachments = true
+                        filter.sentAt = 1...2_000_000_000
+                        return MessageQuery(
+                            conversationId: "group_g", direction: .before(nil), limit: 31, filter: filter)
                     }(),
                     whole
                 ),
                 (
-                    MessageQuery(conversationId: "group_g", direction: .before(nil), limit: 31, parentMessageId: 7),
+                    MessageQuery(
+                        conversationId: "group_g", direction: .before(nil), limit: 31,
+                        filter: MessageFilter(parentMessageId: 7)),
                     ["messages_by_thread"]
                 ),
             ]

@@ -263,6 +263,81 @@ import Testing
         }
     }
 
+    /// Seed 003 fetches pins and saves with a `MessagesRequest` "filtered by" `pinned` or `saved`:
+    /// its other filters narrow those lists as they narrow a conversation's, paging included.
+    @Test func pinnedAndSavedListingsTakeTheListingFilters() async throws {
+        try await withChat { chat in
+            let start = chat.clock.now()
+            let root = try await chat.say("release notes", as: "alice")
+            let reply = try await chat.say("notes in the thread", as: "bob", parent: root.id)
+            chat.clock.advance(by: 10)
+            let quote = try await chat.say("quoting the notes", as: "bob", quote: root.id)
+            let tagged = try await chat.service.send(
+                MessageDraft(to: .group("g"), text: "ops", tags: ["ops"]), as: "dave")
+            let file = Attachment(
+                name: "a.png", size: 3, mimeType: "image/png", extension: "png", url: "https://example.com/a.png")
+            let image = try await chat.service.send(
+                MessageDraft(to: .group("g"), type: "image", attachments: [file]), as: "bob")
+            let direct = try await chat.say("notes for dave", as: "bob", to: .user("dave"))
+            let all = [root, reply, quote, tagged, image]
+            for message in all {
+                _ = try await chat.service.pin(message.id, as: "alice")
+                chat.clock.advance()
+            }
+            for message in all + [direct] {
+                _ = try await chat.service.save(message.id, as: "dave")
+                chat.clock.advance()
+            }
+
+            func ids(_ request: MessagesRequest, _ configure: (inout MessagesRequest) -> Void) async throws -> [Int64] {
+                var request = request
+                configure(&request)
+                return try await chat.service.fetchPrevious(request, as: "dave").messages.map(\.id)
+            }
+            let pinned = MessagesRequest(guid: "g", pinned: true)
+            let saved = MessagesRequest(saved: true)
+            // Newest pin (and save) first, as without filters.
+            #expect(try await ids(pinned) { $0.sender = "bob" } == [image.id, quote.id, reply.id])
+            #expect(try await ids(saved) { $0.sender = "bob" } == [direct.id, image.id, quote.id, reply.id])
+            #expect(try await ids(pinned) { $0.searchKeyword = "NOTES" } == [quote.id, reply.id, root.id])
+            #expect(try await ids(saved) { $0.searchKeyword = "notes" } == [direct.id, quote.id, reply.id, root.id])
+            #expect(try await ids(pinned) { $0.hideReplies = true } == [image.id, tagged.id, quote.id, root.id])
+            #expect(
+                try await ids(saved) { $0.hideReplies = true } == [direct.id, image.id, tagged.id, quote.id, root.id])
+            #expect(try await ids(pinned) { $0.parentMessageId = root.id } == [reply.id])
+            #expect(try await ids(pinned) { $0.types = ["image"] } == [image.id])
+            #expect(try await ids(saved) { $0.hasAttachments = true } == [image.id])
+            #expect(try await ids(pinned) { $0.tags = ["ops"] } == [tagged.id])
+            #expect(try await ids(saved) { $0.hideQuotedMessages = true }.contains(quote.id) == false)
+            #expect(try await ids(pinned) { $0.toTimestamp = start } == [reply.id, root.id])
+            #expect(try await ids(saved) { $0.fromTimestamp = start + 10 }.count == 4)
+            #expect(try await ids(pinned) { $0.categories = [.action] } == [])
+            // A page of a filtered list goes on after its last message, through that filter.
+            var request = MessagesRequest(guid: "g", limit: 2, pinned: true)
+            request.sender = "bob"
+            var walked: [Int64] = []
+            while true {
+                let page = try await chat.service.fetchPrevious(request, as: "dave")
+                walked += page.messages.map(\.id)
+                guard page.hasMore else { break }
+                request.messageId = page.messages.last?.id
+            }
+            #expect(walked == [image.id, quote.id, reply.id])
+            // A filter's own refusals hold on these lists too.
+            await expectRefusal(.badRequest, params: ["field": "fromTimestamp", "reason": "after toTimestamp"]) {
+                _ = try await ids(saved) {
+                    $0.fromTimestamp = start + 10
+                    $0.toTimestamp = start
+                }
+            }
+            // A thread of another conversation is refused on the pinned list, as on the listing.
+            let elsewhere = try await chat.say("elsewhere", as: "dave", to: .user("erin"))
+            await expectRefusal(.wrongMessageThread) {
+                _ = try await ids(pinned) { $0.parentMessageId = elsewhere.id }
+            }
+        }
+    }
+
     @Test func fetchRequestsAreChecked() async throws {
         try await withChat { chat in
             await expectRefusal(.badRequest) {

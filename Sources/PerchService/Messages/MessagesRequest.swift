@@ -99,21 +99,7 @@ extension ChatService {
             _ = try Self.requireUser(tx, viewer)
             let conversation = try Self.conversation(tx, of: request, viewer: viewer)
             var query = MessageQuery(
-                conversationId: conversation, limit: request.limit + 1, hideDeleted: request.hideDeleted,
-                categories: request.categories, types: request.types, searchKeyword: request.searchKeyword,
-                mentionedUids: request.mentionedUids)
-            query.parentMessageId = request.parentMessageId ?? (request.hideReplies ? 0 : nil)
-            query.sender = request.sender
-            query.tags = request.tags
-            query.hideQuoted = request.hideQuotedMessages
-            query.onlyWithMentions = request.hasMentions
-            query.onlyWithAttachments = request.hasAttachments
-            if request.fromTimestamp != nil || request.toTimestamp != nil {
-                let from = request.fromTimestamp ?? 0
-                let to = request.toTimestamp ?? Int64.max
-                guard from <= to else { throw ChatError.badRequest("fromTimestamp", "after toTimestamp") }
-                query.sentAt = from...to
-            }
+                conversationId: conversation, limit: request.limit + 1, filter: try request.filter())
             query.direction = forward ? .after(request.messageId ?? 0) : .before(request.messageId)
             var rows = try tx.listMessages(query)
             let hasMore = rows.count > request.limit
@@ -158,5 +144,27 @@ extension ChatService {
         guard parent.conversationId == conversation else {
             throw ChatError(.wrongMessageThread, ["parentMessageId": .int(parentId)])
         }
+    }
+}
+
+extension MessagesRequest {
+    /// The request's filters in the store's terms, the same for a conversation's messages, its
+    /// pinned ones and the saved ones.
+    func filter() throws(ChatError) -> MessageFilter {
+        var filter = MessageFilter(
+            parentMessageId: parentMessageId ?? (hideReplies ? 0 : nil), hideDeleted: hideDeleted,
+            categories: categories, types: types, searchKeyword: searchKeyword, mentionedUids: mentionedUids,
+            sender: sender)
+        filter.tags = tags
+        filter.hideQuoted = hideQuotedMessages
+        filter.onlyWithMentions = hasMentions
+        filter.onlyWithAttachments = hasAttachments
+        if fromTimestamp != nil || toTimestamp != nil {
+            let from = fromTimestamp ?? 0
+            let to = toTimestamp ?? Int64.max
+            guard from <= to else { throw ChatError.badRequest("fromTimestamp", "after toTimestamp") }
+            filter.sentAt = from...to
+        }
+        return filter
     }
 }

@@ -102,22 +102,23 @@ extension ChatService {
         }
     }
 
-    /// The pinned messages of one conversation (`uid` or `guid` with `pinned: true`), newest pin
-    /// first; a pinned reply carries its thread's root in `parentMessage`. `messageId` continues
-    /// after that message of a previous page.
+    /// The pinned messages of one conversation (`uid` or `guid` with `pinned: true`) that pass the
+    /// request's other filters, newest pin first; a pinned reply carries its thread's root in
+    /// `parentMessage`. `messageId` continues after that message of a previous page.
     func fetchPinned(_ request: MessagesRequest, as viewer: String) async throws(ChatError) -> MessagePage {
         guard request.uid != nil || request.guid != nil else {
             throw .badRequest("pinned", "pinned messages are fetched per conversation: give uid or guid")
         }
-        let plain = MessagesRequest(uid: request.uid, guid: request.guid)
+        let filter = try request.filter()
         return try await reading { tx in
             _ = try Self.requireUser(tx, viewer)
-            let conversation = try Self.conversation(tx, of: plain, viewer: viewer)
+            let conversation = try Self.conversation(tx, of: request, viewer: viewer)
             var cursor: (Int64, Int64)?
             if let after = request.messageId, let message = try tx.message(after), message.isPinned {
                 cursor = (message.pinnedAt, message.id)
             }
-            var rows = try tx.pinnedMessages(conversationId: conversation, limit: request.limit + 1, after: cursor)
+            var rows = try tx.pinnedMessages(
+                conversationId: conversation, matching: filter, limit: request.limit + 1, after: cursor)
             let hasMore = rows.count > request.limit
             rows = Array(rows.prefix(request.limit))
             var messages = try Self.decorate(tx, rows, for: viewer)
@@ -129,21 +130,22 @@ extension ChatService {
         }
     }
 
-    /// The viewer's saved messages across conversations (`saved: true`, no uid or guid), newest save
-    /// first, each carrying `receiverUid` and `receiverType`. Deleted or no longer accessible
-    /// messages are left out.
+    /// The viewer's saved messages across conversations (`saved: true`, no uid or guid) that pass
+    /// the request's other filters, newest save first, each carrying `receiverUid` and
+    /// `receiverType`. Deleted or no longer accessible messages are left out.
     func fetchSaved(_ request: MessagesRequest, as viewer: String) async throws(ChatError) -> MessagePage {
         guard request.uid == nil, request.guid == nil, request.parentMessageId == nil else {
             throw .badRequest("saved", "saved messages span every conversation: give no uid, guid or thread")
         }
         guard !request.pinned else { throw .badRequest("saved", "give pinned or saved, not both") }
+        let filter = try request.filter()
         return try await reading { tx in
             _ = try Self.requireUser(tx, viewer)
             var cursor: (Int64, Int64)?
             if let after = request.messageId, let time = try tx.savedAt(uid: viewer, messageIds: [after])[after] {
                 cursor = (time, after)
             }
-            var rows = try tx.savedMessages(uid: viewer, limit: request.limit + 1, after: cursor)
+            var rows = try tx.savedMessages(uid: viewer, matching: filter, limit: request.limit + 1, after: cursor)
             let hasMore = rows.count > request.limit
             rows = Array(rows.prefix(request.limit))
             return MessagePage(messages: try Self.decorate(tx, rows, for: viewer), hasMore: hasMore)

@@ -78,14 +78,19 @@ public protocol ChatReadTransaction {
     func liveQuoteReplyCount(of id: Int64) throws -> Int
     func listMessages(_ query: MessageQuery) throws -> [Message]
     func pinnedCount(conversationId: String) throws -> Int
-    /// Pinned messages of a conversation, newest pin first, after the `(pinnedAt, id)` cursor.
-    func pinnedMessages(conversationId: String, limit: Int, after cursor: (Int64, Int64)?) throws -> [Message]
+    /// Pinned messages of a conversation that pass the filter, newest pin first, after the
+    /// `(pinnedAt, id)` cursor.
+    func pinnedMessages(
+        conversationId: String, matching filter: MessageFilter, limit: Int, after cursor: (Int64, Int64)?
+    ) throws -> [Message]
     /// The oldest pins `pinnedBy` made in a conversation, oldest pin first.
     func oldestPinnedMessages(conversationId: String, pinnedBy: String, limit: Int) throws -> [Message]
     /// Live saves of messages the user can still see.
     func liveSaveCount(uid: String) throws -> Int
-    /// The user's live, accessible saved messages, newest save first, after the `(savedAt, id)` cursor.
-    func savedMessages(uid: String, limit: Int, after cursor: (Int64, Int64)?) throws -> [Message]
+    /// The user's live, accessible saved messages that pass the filter, newest save first, after the
+    /// `(savedAt, id)` cursor.
+    func savedMessages(uid: String, matching filter: MessageFilter, limit: Int, after cursor: (Int64, Int64)?)
+        throws -> [Message]
     func savedAt(uid: String, messageIds: [Int64]) throws -> [Int64: Int64]
     func subscribedThreads(uid: String, parentIds: [Int64]) throws -> Set<Int64>
     func threadSubscribers(of parentId: Int64) throws -> [String]
@@ -170,26 +175,17 @@ public protocol ChatWriteTransaction: ChatReadTransaction {
     func addMediaReference(_ id: String, messageId: Int64) throws
 }
 
-/// A page request over one conversation's messages, in the store's terms.
-public struct MessageQuery: Sendable, Hashable {
-    public enum Direction: Sendable, Hashable {
-        /// Messages with ids below the bound (or the newest when nil), newest first in the store.
-        case before(Int64?)
-        /// Messages with ids above the bound, oldest first.
-        case after(Int64)
-    }
-
-    public var conversationId: String
-    public var direction: Direction
-    public var limit: Int
+/// What a listing keeps of the messages it reads: every set field narrows it, and the empty filter
+/// keeps them all. The conversation listings, the pinned and the saved ones read the same filter.
+public struct MessageFilter: Sendable, Hashable {
     /// nil: any; 0: top-level only (`hideReplies`); an id: that thread's replies.
     public var parentMessageId: Int64?
-    public var hideDeleted: Bool
-    public var categories: [MessageCategory]
-    public var types: [String]
+    public var hideDeleted = false
+    public var categories: [MessageCategory] = []
+    public var types: [String] = []
     public var searchKeyword: String?
-    public var mentionedUids: [String]
-    public var onlyPinned: Bool
+    /// Only messages mentioning one of these users.
+    public var mentionedUids: [String] = []
     /// Only this sender's messages.
     public var sender: String?
     /// Only messages carrying one of these tags.
@@ -204,22 +200,41 @@ public struct MessageQuery: Sendable, Hashable {
     public var sentAt: ClosedRange<Int64>?
 
     public init(
-        conversationId: String, direction: Direction = .before(nil), limit: Int = 30,
         parentMessageId: Int64? = nil, hideDeleted: Bool = false, categories: [MessageCategory] = [],
-        types: [String] = [], searchKeyword: String? = nil, mentionedUids: [String] = [], onlyPinned: Bool = false,
-        sender: String? = nil
+        types: [String] = [], searchKeyword: String? = nil, mentionedUids: [String] = [], sender: String? = nil
     ) {
-        self.conversationId = conversationId
-        self.direction = direction
-        self.limit = limit
         self.parentMessageId = parentMessageId
         self.hideDeleted = hideDeleted
         self.categories = categories
         self.types = types
         self.searchKeyword = searchKeyword
         self.mentionedUids = mentionedUids
-        self.onlyPinned = onlyPinned
         self.sender = sender
+    }
+}
+
+/// A page request over one conversation's messages, in the store's terms.
+public struct MessageQuery: Sendable, Hashable {
+    public enum Direction: Sendable, Hashable {
+        /// Messages with ids below the bound (or the newest when nil), newest first in the store.
+        case before(Int64?)
+        /// Messages with ids above the bound, oldest first.
+        case after(Int64)
+    }
+
+    public var conversationId: String
+    public var direction: Direction
+    public var limit: Int
+    public var filter: MessageFilter
+
+    public init(
+        conversationId: String, direction: Direction = .before(nil), limit: Int = 30,
+        filter: MessageFilter = MessageFilter()
+    ) {
+        self.conversationId = conversationId
+        self.direction = direction
+        self.limit = limit
+        self.filter = filter
     }
 }
 

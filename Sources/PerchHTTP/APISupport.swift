@@ -82,6 +82,20 @@ struct JSONBody {
         return JSONBody(object: dictionary, prefix: prefix + key + ".")
     }
 
+    /// A list of objects, each read strictly under the name `key[index].`.
+    mutating func objects(_ key: String) throws(ChatError) -> [JSONBody]? {
+        guard let value = value(key) else { return nil }
+        guard case .array(let items) = value else { throw .badRequest(prefix + key, "expected a list of objects") }
+        var result: [JSONBody] = []
+        for (index, item) in items.enumerated() {
+            guard case .object(let dictionary) = item else {
+                throw .badRequest("\(prefix)\(key)[\(index)]", "expected an object")
+            }
+            result.append(JSONBody(object: dictionary, prefix: "\(prefix)\(key)[\(index)]."))
+        }
+        return result
+    }
+
     /// Refuses fields nobody read.
     func finish() throws(ChatError) {
         // `read` holds only fields of the body: when it holds as many, every field was read.

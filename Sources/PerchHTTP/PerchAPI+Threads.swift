@@ -73,9 +73,44 @@ extension PerchAPI {
                     preferences.oneOnOne = try update(preferences.oneOnOne, &direct, prefix: "oneOnOne")
                     try direct.finish()
                 }
+                if var mute = try body.object("mutePreferences") {
+                    if let dnd = try mute.bool("dnd") { preferences.doNotDisturb = dnd }
+                    if mute.value("schedule") != nil {
+                        throw ChatError.badRequest(
+                            "mutePreferences.schedule", "not supported: turn dnd on and off, or mute conversations")
+                    }
+                    try mute.finish()
+                }
                 try body.finish()
                 let saved = try await api.service.updateNotificationPreferences(preferences, of: request.caller.uid)
                 return .json(200, APIJSON.data(preferencesJSON(saved)))
+            },
+            route("GET", "v3/notifications/preferences/mute", name: "mutes.list") { api, request in
+                let muted = try await api.service.mutedConversations(of: request.caller.uid)
+                return .json(
+                    200, APIJSON.data(#"{"mutedConversations":["# + muted.map(mutedJSON).joined(separator: ",") + "]}"))
+            },
+            route("PUT", "v3/notifications/preferences/mute", name: "mutes.mute") { api, request in
+                var body = try request.requiredBody()
+                var muted: [MutedConversation] = []
+                for var item in try conversations(&body) {
+                    muted.append(MutedConversation(receiver: try receiver(&item), until: try item.int("until") ?? 0))
+                    try item.finish()
+                }
+                try body.finish()
+                try await api.service.muteConversations(muted, as: request.caller.uid)
+                return .json(200, APIJSON.data(#"{"success":true}"#))
+            },
+            route("DELETE", "v3/notifications/preferences/mute", name: "mutes.unmute") { api, request in
+                var body = try request.requiredBody()
+                var receivers: [Receiver] = []
+                for var item in try conversations(&body) {
+                    receivers.append(try receiver(&item))
+                    try item.finish()
+                }
+                try body.finish()
+                try await api.service.unmuteConversations(receivers, as: request.caller.uid)
+                return .json(200, APIJSON.data(#"{"success":true}"#))
             },
             route("GET", "v3/notifications", name: "notifications") { api, request in
                 let after = Int64(request.query("after") ?? "0") ?? -1
@@ -103,8 +138,37 @@ extension PerchAPI {
         "groupQuotedReplies":\(preferences.group.quotedReplies.rawValue)},\
         "oneOnOnePreferences":{"oneOnOneMessages":\(preferences.oneOnOne.messages.rawValue),\
         "oneOnOneReplies":\(preferences.oneOnOne.replies.rawValue),\
-        "oneOnOneQuotedReplies":\(preferences.oneOnOne.quotedReplies.rawValue)}}
+        "oneOnOneQuotedReplies":\(preferences.oneOnOne.quotedReplies.rawValue)},\
+        "mutePreferences":{"dnd":\(preferences.doNotDisturb)}}
         """
+    }
+
+    /// The `conversations` of a mute or unmute body.
+    static func conversations(_ body: inout JSONBody) throws(ChatError) -> [JSONBody] {
+        guard let items = try body.objects("conversations") else {
+            throw .badRequest("conversations", "is required")
+        }
+        return items
+    }
+
+    /// A muted conversation's `id` and `type` (`oneOnOne`, or Perch's `user`, with the other
+    /// user's uid; `group` with the guid).
+    static func receiver(_ item: inout JSONBody) throws(ChatError) -> Receiver {
+        let id = try item.string("id", required: true)!
+        switch try item.string("type", required: true)! {
+        case "group": return .group(id)
+        case "oneOnOne", "user": return .user(id)
+        default: throw .badRequest(item.prefix + "type", "oneOnOne or group")
+        }
+    }
+
+    /// CometChat's `MutedConversation`: `type` is `oneOnOne` or `group`.
+    static func mutedJSON(_ muted: MutedConversation) -> String {
+        var writer = JSONWriter()
+        writer.raw(#"{"id":"#)
+        writer.string(muted.receiver.id)
+        writer.raw(#","type":"\#(muted.receiver.type == .group ? "group" : "oneOnOne")","until":\#(muted.until)}"#)
+        return writer.output
     }
 
     /// Reads `<prefix>Messages`, `<prefix>Replies`, `<prefix>QuotedReplies` as numbers or names.

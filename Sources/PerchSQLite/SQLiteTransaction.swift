@@ -649,6 +649,47 @@ final class SQLiteTransaction: ChatWriteTransaction {
         return found
     }
 
+    func mutes(conversationId: String) throws -> [String: Int64] {
+        if let known = reference?.mutes[conversationId] { return known }
+        let rows = try db.query(
+            "SELECT uid, until FROM muted_conversations WHERE conversation_id = ?", [.text(conversationId)]
+        ) { ($0.text(0), $0.int(1)) }
+        let mutes = Dictionary(rows, uniquingKeysWith: { first, _ in first })
+        reference?.remember(mutes, of: conversationId, in: \.mutes)
+        return mutes
+    }
+
+    func mutedConversations(uid: String) throws -> [MutedConversation] {
+        try db.query(
+            """
+            SELECT receiver_type, receiver, until FROM muted_conversations WHERE uid = ?
+            ORDER BY conversation_id
+            """, [.text(uid)]
+        ) { row in
+            let receiver: Receiver =
+                row.text(0) == ReceiverType.group.rawValue ? .group(row.text(1)) : .user(row.text(1))
+            return MutedConversation(receiver: receiver, until: row.int(2))
+        }
+    }
+
+    func setMuted(uid: String, _ receiver: Receiver, until: Int64?) throws {
+        reference?.forget()
+        let conversation = receiver.conversationId(sender: uid)
+        if let until {
+            try db.run(
+                """
+                INSERT INTO muted_conversations (uid, conversation_id, receiver_type, receiver, until)
+                VALUES (?, ?, ?, ?, ?)
+                ON CONFLICT (uid, conversation_id) DO UPDATE SET until = excluded.until
+                """,
+                [.text(uid), .text(conversation), .text(receiver.type.rawValue), .text(receiver.id), .int(until)])
+        } else {
+            try db.run(
+                "DELETE FROM muted_conversations WHERE uid = ? AND conversation_id = ?",
+                [.text(uid), .text(conversation)])
+        }
+    }
+
     func setPreferences(_ preferences: NotificationPreferences, for uid: String) throws {
         reference?.forget()
         try db.run(
@@ -1006,7 +1047,7 @@ struct MemberKey: Hashable {
 }
 
 /// What the writer remembers of the tables every send reads and few writes change (users, groups,
-/// members, bans, notification preferences), found or known missing, so a send runs its inserts
+/// members, bans, notification preferences, mutes), found or known missing, so a send runs its inserts
 /// and not five lookups. Used by the connection's owner only (the writer's, which passes between
 /// threads under the writer's lock).
 ///
@@ -1021,6 +1062,8 @@ final class ReferenceCache: @unchecked Sendable {
     var memberUids: [String: [String]] = [:]
     var bans: [MemberKey: Bool] = [:]
     var preferences: [String: NotificationPreferences?] = [:]
+    /// Each conversation's mutes, uid to end.
+    var mutes: [String: [String: Int64]] = [:]
     /// Another connection's commits move it (the writer's own do not).
     var dataVersion: Int64?
 
@@ -1042,6 +1085,7 @@ final class ReferenceCache: @unchecked Sendable {
         memberUids.removeAll(keepingCapacity: true)
         bans.removeAll(keepingCapacity: true)
         preferences.removeAll(keepingCapacity: true)
+        mutes.removeAll(keepingCapacity: true)
     }
 
     /// At the start of a batch, inside its transaction: forgets everything when another connection

@@ -279,5 +279,18 @@ enum Schema {
         DROP INDEX messages_by_conversation;
         CREATE INDEX messages_replies_by_conversation ON messages (conversation_id, id) WHERE parent_id != 0;
         """,
+        // 11: muted conversations (CometChat's `muteConversations`): a user's, and a conversation's
+        // for the routing of each send.
+        """
+        CREATE TABLE muted_conversations (
+            uid TEXT NOT NULL,
+            conversation_id TEXT NOT NULL,
+            receiver_type TEXT NOT NULL,
+            receiver TEXT NOT NULL,
+            until INTEGER NOT NULL,
+            PRIMARY KEY (uid, conversation_id)
+        ) WITHOUT ROWID;
+        CREATE INDEX muted_by_conversation ON muted_conversations (conversation_id, uid, until);
+        """,
     ]
 }

@@ -345,3 +345,23 @@ struct DeleteCase: CustomTestStringConvertible, Sendable {
         }
     }
 }
+
+@Suite struct MuteRulesTests {
+    @Test func aSilencedMemberGetsNothingAndTheRestAsBefore() {
+        var message = Message(id: 9, conversationId: "group_g", sender: "alice", receiverType: .group, receiverUid: "g")
+        message.mentionedUids = ["bob"]
+        let input = NotificationRouting.Input(
+            message: message, audience: ["alice", "bob", "carol", "dave"], preferences: [:], defaults: .groupDefault,
+            silenced: ["bob", "dave"])
+        #expect(NotificationRouting.recipients(input) == [NotificationRecipient(uid: "carol", reason: .message)])
+    }
+
+    @Test func aMuteEndsWhenItsSecondComes() throws {
+        #expect(MutedConversation.holds(until: 0, at: 1_000))
+        #expect(MutedConversation.holds(until: 1_001, at: 1_000))
+        #expect(!MutedConversation.holds(until: 1_000, at: 1_000))
+        #expect(throws: ChatError.self) { try MuteRules.checkUntil(1_000, now: 1_000) }
+        try MuteRules.checkUntil(0, now: 1_000)
+        try MuteRules.checkUntil(1_001, now: 1_000)
+    }
+}

@@ -177,6 +177,32 @@ import Testing
             #"{"oneOnOnePreferences":{"oneOnOneMessages":2.5}}"#, "oneOnOneMessages"
         ),
         ("preferences without a body", "PUT", "/v3/notifications/preferences", nil, "body"),
+        (
+            "mute schedule", "PUT", "/v3/notifications/preferences", #"{"mutePreferences":{"schedule":{}}}"#,
+            "mutePreferences.schedule"
+        ),
+        (
+            "dnd not a boolean", "PUT", "/v3/notifications/preferences", #"{"mutePreferences":{"dnd":1}}"#,
+            "mutePreferences.dnd"
+        ),
+        ("mute without conversations", "PUT", "/v3/notifications/preferences/mute", "{}", "conversations"),
+        (
+            "mute of an unknown type", "PUT", "/v3/notifications/preferences/mute",
+            #"{"conversations":[{"id":"room","type":"channel"}]}"#, "conversations[0].type"
+        ),
+        (
+            "mute without an id", "DELETE", "/v3/notifications/preferences/mute",
+            #"{"conversations":[{"type":"group"}]}"#, "conversations[0].id"
+        ),
+        (
+            "mute with an unknown field", "PUT", "/v3/notifications/preferences/mute",
+            #"{"conversations":[{"id":"room","type":"group","untill":5}]}"#, "conversations[0].untill"
+        ),
+        (
+            "mute ending in the past", "PUT", "/v3/notifications/preferences/mute",
+            #"{"conversations":[{"id":"room","type":"group","until":5}]}"#, "until"
+        ),
+        ("unmute without a body", "DELETE", "/v3/notifications/preferences/mute", nil, "body"),
         ("user update without a body", "PUT", "/v3/users/bob", nil, "body"),
     ]
 

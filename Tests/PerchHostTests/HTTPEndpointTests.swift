@@ -343,6 +343,45 @@ import Testing
             let outbox = try await http.call("GET", "/v3/notifications", as: .user("carol"))
             #expect(outbox.list.map { $0["reason"] as? String } == ["mention"])
             #expect(outbox.list.first?["messageId"] as? Int == mention.data["id"] as? Int)
+            // CometChat's mute: the room muted, then do not disturb, each silence carol's outbox.
+            #expect((updated.data["mutePreferences"] as? [String: Any])?["dnd"] as? Bool == false)
+            let muted = try await http.call(
+                "PUT", "/v3/notifications/preferences/mute", as: .user("carol"),
+                json: #"{"conversations": [{"id": "room", "type": "group"}, {"id": "bob", "type": "oneOnOne"}]}"#)
+            #expect(muted.status == 200 && muted.data["success"] as? Bool == true)
+            let listed = try await http.call("GET", "/v3/notifications/preferences/mute", as: .user("carol"))
+            #expect(
+                (listed.data["mutedConversations"] as? [[String: Any]])?.map {
+                    "\($0["type"] as? String ?? "?"):\($0["id"] as? String ?? "?"):\($0["until"] as? Int ?? -1)"
+                } == ["oneOnOne:bob:0", "group:room:0"])
+            _ = try await http.call(
+                "POST", "/v3/messages", as: .user("bob"),
+                json: #"{"receiver": "room", "receiverType": "group", "data": {"text": "muted <@uid:carol>"}}"#)
+            #expect(try await http.call("GET", "/v3/notifications", as: .user("carol")).list.count == 1)
+            let unmuted = try await http.call(
+                "DELETE", "/v3/notifications/preferences/mute", as: .user("carol"),
+                json: #"{"conversations": [{"id": "room", "type": "group"}]}"#)
+            #expect(unmuted.status == 200)
+            let dnd = try await http.call(
+                "PUT", "/v3/notifications/preferences", as: .user("carol"), json: #"{"mutePreferences": {"dnd": true}}"#
+            )
+            #expect((dnd.data["mutePreferences"] as? [String: Any])?["dnd"] as? Bool == true)
+            #expect((dnd.data["groupPreferences"] as? [String: Any])?["groupReplies"] as? Int == 4)
+            _ = try await http.call(
+                "POST", "/v3/messages", as: .user("bob"),
+                json: #"{"receiver": "room", "receiverType": "group", "data": {"text": "dnd <@uid:carol>"}}"#)
+            #expect(try await http.call("GET", "/v3/notifications", as: .user("carol")).list.count == 1)
+            _ = try await http.call(
+                "PUT", "/v3/notifications/preferences", as: .user("carol"),
+                json: #"{"mutePreferences": {"dnd": false}}"#)
+            _ = try await http.call(
+                "POST", "/v3/messages", as: .user("bob"),
+                json: #"{"receiver": "room", "receiverType": "group", "data": {"text": "back <@uid:carol>"}}"#)
+            #expect(try await http.call("GET", "/v3/notifications", as: .user("carol")).list.count == 2)
+            let outside = try await http.call(
+                "PUT", "/v3/notifications/preferences/mute", as: .user("bob"),
+                json: #"{"conversations": [{"id": "other", "type": "group"}]}"#)
+            #expect(outside.status == 403 && outside.errorCode == "ERR_GROUP_NOT_JOINED")
             #expect(try await http.call("GET", "/v3/notifications?after=x", as: .user("carol")).status == 400)
             // After the retention removed rows the caller had not read, `meta.missed` names them and
             // `next` moves past them; a read after them is not told again.

@@ -137,3 +137,119 @@ import Testing
         }
     }
 }
+
+/// Muting (CometChat's `muteConversations` and `mutePreferences.dnd`): a muted conversation, or a
+/// user in do-not-disturb, gets no notification; the rest of the audience is routed as before.
+@Suite struct MuteTests {
+    func reasons(_ chat: ChatFixture, _ uid: String) async throws -> [String] {
+        try await chat.service.notifications(for: uid).records.map { "\($0.messageId):\($0.reason.rawValue)" }
+    }
+
+    @Test func aMutedConversationNotifiesNothingUntilItsEnd() async throws {
+        try await withChat { chat in
+            let now = chat.clock.now()
+            // A send before the mute (the writer then remembers the group's mutes: none).
+            let before = try await chat.say("before", as: "dave")
+            #expect(try await reasons(chat, "bob") == ["\(before.id):message"])
+            try await chat.service.muteConversations(
+                [
+                    MutedConversation(receiver: .group("g"), until: now + 60),
+                    MutedConversation(receiver: .user("dave"), until: 0),
+                ], as: "bob")
+            // By conversation id: `bob_user_dave`, then `group_g`.
+            let muted = try await chat.service.mutedConversations(of: "bob")
+            #expect(
+                muted == [
+                    MutedConversation(receiver: .user("dave"), until: 0), .init(receiver: .group("g"), until: now + 60),
+                ])
+            // A mention, a reply and a quote of bob's own message are muted alike.
+            let own = try await chat.say("mine", as: "bob")
+            let mention = try await chat.say("hey <@uid:bob>", as: "dave")
+            _ = try await chat.say("a reply", as: "dave", parent: own.id)
+            _ = try await chat.say("a quote", as: "dave", quote: own.id)
+            _ = try await chat.say("dm", as: "dave", to: .user("bob"))
+            #expect(try await reasons(chat, "bob") == ["\(before.id):message"])
+            // Only bob muted them: carol hears the group as before.
+            #expect(try await reasons(chat, "carol").contains("\(own.id):message"))
+            #expect(try await reasons(chat, "carol").contains("\(mention.id):message"))
+            // The group's mute ends at its second; the one-on-one stays muted until unmuted.
+            chat.clock.advance(by: 60)
+            let after = try await chat.say("after the mute", as: "dave")
+            let direct = try await chat.say("dm again", as: "dave", to: .user("bob"))
+            #expect(try await reasons(chat, "bob") == ["\(before.id):message", "\(after.id):message"])
+            #expect(try await chat.service.mutedConversations(of: "bob") == [.init(receiver: .user("dave"), until: 0)])
+            try await chat.service.unmuteConversations([.user("dave")], as: "bob")
+            let unmuted = try await chat.say("dm at last", as: "dave", to: .user("bob"))
+            #expect(
+                try await reasons(chat, "bob") == [
+                    "\(before.id):message", "\(after.id):message", "\(unmuted.id):message",
+                ])
+            #expect(try await chat.service.mutedConversations(of: "bob") == [])
+            _ = direct
+            // Unmuting what is not muted, and muting again, are quiet.
+            try await chat.service.unmuteConversations([.group("g")], as: "bob")
+            try await chat.service.muteConversations([MutedConversation(receiver: .group("g"), until: 0)], as: "bob")
+            try await chat.service.muteConversations([MutedConversation(receiver: .group("g"), until: 0)], as: "bob")
+            #expect(try await chat.service.mutedConversations(of: "bob") == [.init(receiver: .group("g"), until: 0)])
+        }
+    }
+
+    @Test func doNotDisturbSilencesEveryConversation() async throws {
+        try await withChat { chat in
+            var preferences = try await chat.service.notificationPreferences(of: "bob")
+            #expect(!preferences.doNotDisturb)
+            preferences.doNotDisturb = true
+            _ = try await chat.service.updateNotificationPreferences(preferences, of: "bob")
+            #expect(try await chat.service.notificationPreferences(of: "bob").doNotDisturb)
+            _ = try await chat.say("hey <@uid:bob>", as: "dave")
+            _ = try await chat.say("dm", as: "dave", to: .user("bob"))
+            #expect(try await reasons(chat, "bob") == [])
+            preferences.doNotDisturb = false
+            _ = try await chat.service.updateNotificationPreferences(preferences, of: "bob")
+            let back = try await chat.say("hey again <@uid:bob>", as: "dave")
+            #expect(try await reasons(chat, "bob") == ["\(back.id):mention"])
+        }
+    }
+
+    @Test func mutesAreChecked() async throws {
+        try await withChat { chat in
+            let now = chat.clock.now()
+            _ = try await chat.service.createGroup(guid: "secret", name: "Secret", type: .private, owner: "alice")
+            _ = try await chat.service.createGroup(guid: "open", name: "Open", owner: "alice")
+            await expectRefusal(
+                .badRequest,
+                params: ["field": "until", "reason": "must lie ahead (epoch seconds), or be 0 for until unmuted"]
+            ) {
+                try await chat.service.muteConversations(
+                    [MutedConversation(receiver: .group("g"), until: now)], as: "bob")
+            }
+            await expectRefusal(.badRequest, params: ["field": "conversations", "reason": "give 1–100 conversations"]) {
+                try await chat.service.muteConversations([], as: "bob")
+            }
+            await expectRefusal(.guidNotFound, params: ["guid": "nowhere"]) {
+                try await chat.service.muteConversations(
+                    [MutedConversation(receiver: .group("nowhere"), until: 0)], as: "bob")
+            }
+            // A private group is not found to an outsider; a public one is not joined.
+            await expectRefusal(.guidNotFound, params: ["guid": "secret"]) {
+                try await chat.service.muteConversations(
+                    [MutedConversation(receiver: .group("secret"), until: 0)], as: "bob")
+            }
+            await expectRefusal(.groupNotJoined, params: ["guid": "open"]) {
+                try await chat.service.unmuteConversations([.group("open")], as: "bob")
+            }
+            await expectRefusal(.uidNotFound) {
+                try await chat.service.muteConversations(
+                    [MutedConversation(receiver: .user("ghost"), until: 0)], as: "bob")
+            }
+            await expectRefusal(.uidNotFound) { _ = try await chat.service.mutedConversations(of: "ghost") }
+            // All or none: the good conversation before the refused one is not muted.
+            await expectRefusal(.guidNotFound) {
+                try await chat.service.muteConversations(
+                    [MutedConversation(receiver: .group("g"), until: 0), .init(receiver: .group("secret"), until: 0)],
+                    as: "bob")
+            }
+            #expect(try await chat.service.mutedConversations(of: "bob") == [])
+        }
+    }
+}

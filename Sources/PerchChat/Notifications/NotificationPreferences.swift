@@ -71,13 +71,61 @@ public struct ConversationPreferences: Sendable, Hashable, Codable {
 public struct NotificationPreferences: Sendable, Hashable, Codable {
     public var group: ConversationPreferences
     public var oneOnOne: ConversationPreferences
+    /// Do not disturb (CometChat's `mutePreferences.dnd`): no notification at all while on.
+    public var doNotDisturb: Bool
 
-    public init(group: ConversationPreferences = .groupDefault, oneOnOne: ConversationPreferences = .oneOnOneDefault) {
+    public init(
+        group: ConversationPreferences = .groupDefault, oneOnOne: ConversationPreferences = .oneOnOneDefault,
+        doNotDisturb: Bool = false
+    ) {
         self.group = group
         self.oneOnOne = oneOnOne
+        self.doNotDisturb = doNotDisturb
     }
 
     public func forReceiverType(_ type: ReceiverType) -> ConversationPreferences {
         type == .group ? group : oneOnOne
     }
+
+    enum CodingKeys: String, CodingKey {
+        case group, oneOnOne, doNotDisturb
+    }
+
+    /// Preferences stored before do-not-disturb existed read as off.
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        group = try container.decode(ConversationPreferences.self, forKey: .group)
+        oneOnOne = try container.decode(ConversationPreferences.self, forKey: .oneOnOne)
+        doNotDisturb = try container.decodeIfPresent(Bool.self, forKey: .doNotDisturb) ?? false
+    }
+}
+
+/// One conversation a user muted (CometChat's `MutedConversation`): no notification of it reaches
+/// them until `until` (epoch seconds; 0: until they unmute it).
+public struct MutedConversation: Sendable, Hashable {
+    /// The conversation from the muting user's side: the group, or the other user.
+    public var receiver: Receiver
+    public var until: Int64
+
+    public init(receiver: Receiver, until: Int64) {
+        self.receiver = receiver
+        self.until = until
+    }
+
+    /// Whether a mute ending at `until` still holds at `now`: a mute ends when its second comes.
+    public static func holds(until: Int64, at now: Int64) -> Bool { until == 0 || until > now }
+}
+
+/// The rules of muting (pure: the caller gives the clock).
+public enum MuteRules {
+    /// A mute's end must lie ahead: one already past would mute nothing.
+    /// - Throws: `ERR_BAD_REQUEST {field: until}`.
+    public static func checkUntil(_ until: Int64, now: Int64) throws(ChatError) {
+        guard until == 0 || until > now else {
+            throw ChatError.badRequest("until", "must lie ahead (epoch seconds), or be 0 for until unmuted")
+        }
+    }
+
+    /// At most this many conversations in one call.
+    public static let batchLimit = 100
 }

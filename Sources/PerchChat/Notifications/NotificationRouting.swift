@@ -43,10 +43,14 @@ public enum NotificationRouting {
         public var threadSubscribers: Set<String>
         /// The author of the quoted message (quote replies only).
         public var quotedAuthor: String?
+        /// Members who hear nothing of this message: they muted its conversation, or turned on do
+        /// not disturb.
+        public var silenced: Set<String>
 
         public init(
             message: Message, audience: [String], preferences: [String: ConversationPreferences],
-            defaults: ConversationPreferences, threadSubscribers: Set<String> = [], quotedAuthor: String? = nil
+            defaults: ConversationPreferences, threadSubscribers: Set<String> = [], quotedAuthor: String? = nil,
+            silenced: Set<String> = []
         ) {
             self.message = message
             self.audience = audience
@@ -54,18 +58,21 @@ public enum NotificationRouting {
             self.defaults = defaults
             self.threadSubscribers = threadSubscribers
             self.quotedAuthor = quotedAuthor
+            self.silenced = silenced
         }
     }
 
     /// The recipients in audience order: never the sender, only users with access. A top-level
     /// message follows `messages`; a thread reply `replies`; a quote reply `quotedReplies`; a
-    /// message that is both a thread reply and a quote reply goes to the union of the two.
+    /// message that is both a thread reply and a quote reply goes to the union of the two. A
+    /// silenced member gets none, a mention of them included (a mute, as in CometChat and Matrix,
+    /// is a whole conversation's; `SUBSCRIBE_TO_MENTIONS` is the setting for mentions only).
     public static func recipients(_ input: Input) -> [NotificationRecipient] {
         let message = input.message
         let mentioned = Set(message.mentionedUids)
         var result: [NotificationRecipient] = []
         result.reserveCapacity(input.audience.count)
-        for uid in input.audience where uid != message.sender {
+        for uid in input.audience where uid != message.sender && !input.silenced.contains(uid) {
             let preferences = input.preferences[uid] ?? input.defaults
             let isMentioned = mentioned.contains(uid)
             // The reason with the highest precedence (the first of equals), kept as found: a list

@@ -105,6 +105,11 @@ public protocol ChatReadTransaction {
     /// The newest live reply of a thread.
     func lastReply(of parentId: Int64) throws -> Message?
     func preferences(of uids: [String]) throws -> [String: NotificationPreferences]
+    /// The users who muted a conversation, with each mute's end (0: until unmuted), expired ones
+    /// included: the caller compares them with its clock.
+    func mutes(conversationId: String) throws -> [String: Int64]
+    /// A user's muted conversations, expired ones included, by conversation id.
+    func mutedConversations(uid: String) throws -> [MutedConversation]
     /// The user's outbox rows after `seq`, oldest first, and the rows after `seq` the retention
     /// removed before the reader came (``NotificationPage/missed``).
     func notifications(for uid: String, after seq: Int64, limit: Int) throws -> NotificationPage
@@ -149,6 +154,9 @@ public protocol ChatWriteTransaction: ChatReadTransaction {
     func touchThread(_ parentId: Int64, at time: Int64) throws
     func removeSubscriptions(of parentId: Int64) throws
     func setPreferences(_ preferences: NotificationPreferences, for uid: String) throws
+    /// Mutes a conversation (`receiver`, from the user's side) for a user until `until` (0: until
+    /// unmuted), or with nil unmutes it.
+    func setMuted(uid: String, _ receiver: Receiver, until: Int64?) throws
     /// Appends one outbox row per recipient of a message, in the order given.
     func appendNotifications(_ recipients: [NotificationRecipient], messageId: Int64, at time: Int64) throws
     func removeSaves(of messageId: Int64) throws

@@ -344,6 +344,10 @@ import Testing
             #expect(outbox.list.map { $0["reason"] as? String } == ["mention"])
             #expect(outbox.list.first?["messageId"] as? Int == mention.data["id"] as? Int)
             // CometChat's mute: the room muted, then do not disturb, each silence carol's outbox.
+            func bobSays(_ text: String) async throws {
+                let body = #"{"receiver": "room", "receiverType": "group", "data": {"text": "\#(text)"}}"#
+                #expect(try await http.call("POST", "/v3/messages", as: .user("bob"), json: body).status == 200)
+            }
             #expect((updated.data["mutePreferences"] as? [String: Any])?["dnd"] as? Bool == false)
             let muted = try await http.call(
                 "PUT", "/v3/notifications/preferences/mute", as: .user("carol"),
@@ -354,9 +358,7 @@ import Testing
                 (listed.data["mutedConversations"] as? [[String: Any]])?.map {
                     "\($0["type"] as? String ?? "?"):\($0["id"] as? String ?? "?"):\($0["until"] as? Int ?? -1)"
                 } == ["oneOnOne:bob:0", "group:room:0"])
-            _ = try await http.call(
-                "POST", "/v3/messages", as: .user("bob"),
-                json: #"{"receiver": "room", "receiverType": "group", "data": {"text": "muted <@uid:carol>"}}"#)
+            try await bobSays("muted <@uid:carol>")
             #expect(try await http.call("GET", "/v3/notifications", as: .user("carol")).list.count == 1)
             let unmuted = try await http.call(
                 "DELETE", "/v3/notifications/preferences/mute", as: .user("carol"),
@@ -367,16 +369,12 @@ import Testing
             )
             #expect((dnd.data["mutePreferences"] as? [String: Any])?["dnd"] as? Bool == true)
             #expect((dnd.data["groupPreferences"] as? [String: Any])?["groupReplies"] as? Int == 4)
-            _ = try await http.call(
-                "POST", "/v3/messages", as: .user("bob"),
-                json: #"{"receiver": "room", "receiverType": "group", "data": {"text": "dnd <@uid:carol>"}}"#)
+            try await bobSays("dnd <@uid:carol>")
             #expect(try await http.call("GET", "/v3/notifications", as: .user("carol")).list.count == 1)
             _ = try await http.call(
                 "PUT", "/v3/notifications/preferences", as: .user("carol"),
                 json: #"{"mutePreferences": {"dnd": false}}"#)
-            _ = try await http.call(
-                "POST", "/v3/messages", as: .user("bob"),
-                json: #"{"receiver": "room", "receiverType": "group", "data": {"text": "back <@uid:carol>"}}"#)
+            try await bobSays("back <@uid:carol>")
             #expect(try await http.call("GET", "/v3/notifications", as: .user("carol")).list.count == 2)
             let outside = try await http.call(
                 "PUT", "/v3/notifications/preferences/mute", as: .user("bob"),

@@ -191,6 +191,17 @@ import Testing
             try await chat.service.muteConversations([MutedConversation(receiver: .group("g"), until: 0)], as: "bob")
             try await chat.service.muteConversations([MutedConversation(receiver: .group("g"), until: 0)], as: "bob")
             #expect(try await chat.service.mutedConversations(of: "bob") == [.init(receiver: .group("g"), until: 0)])
+            // A mute of a group one has left can still be undone; a new one cannot be made.
+            try await chat.service.leave("g", as: "bob")
+            await expectRefusal(.groupNotJoined) {
+                try await chat.service.muteConversations(
+                    [MutedConversation(receiver: .group("g"), until: 0)], as: "bob")
+            }
+            try await chat.service.unmuteConversations([.group("g")], as: "bob")
+            #expect(try await chat.service.mutedConversations(of: "bob") == [])
+            await expectRefusal(.groupNotJoined) {
+                try await chat.service.unmuteConversations([.group("g")], as: "bob")
+            }
         }
     }
 

@@ -80,14 +80,16 @@ extension ChatService {
         }
     }
 
-    /// Unmutes conversations for `uid`; one that was not muted is left as it is.
+    /// Unmutes conversations for `uid`; one that was not muted is left as it is. A user may always
+    /// undo their own mute, of a group they have left too; anything else is checked as a mute is.
     /// - Throws: as ``muteConversations(_:as:)``.
     public func unmuteConversations(_ conversations: [Receiver], as uid: String) async throws(ChatError) {
         try Self.checkBatch(conversations.count)
         try await writing { tx in
             _ = try Self.requireUser(tx, uid)
+            let muted = Set(try tx.mutedConversations(uid: uid).map(\.receiver))
             for receiver in conversations {
-                try Self.checkMutable(tx, receiver, by: uid)
+                if !muted.contains(receiver) { try Self.checkMutable(tx, receiver, by: uid) }
                 try tx.setMuted(uid: uid, receiver, until: nil)
             }
         }

@@ -4,7 +4,7 @@ import PerchSQLite
 import PerchService
 import Testing
 
-/// The writer remembers users, groups, members, bans and preferences between sends; a send must
+/// The writer remembers users, groups, members, bans, preferences and mutes between sends; a send must
 /// still see every committed change to them: this process's, another connection's, and never a
 /// rolled-back one.
 @Suite struct ReferenceCacheTests {
@@ -32,6 +32,21 @@ import Testing
             #expect(try await messageIds(chat, for: "bob").contains(three.id) == false)
             #expect(try await messageIds(chat, for: "alice").contains(three.id))
             #expect(try await messageIds(chat, for: "dave").contains(three.id) == false)
+        }
+    }
+
+    @Test func anotherConnectionsMuteHoldsAtTheNextSend() async throws {
+        try await withChat { chat in
+            // Remembered: g's mutes (none).
+            let one = try await chat.say("one", as: "dave")
+            #expect(try await messageIds(chat, for: "bob") == [one.id])
+            let other = try SQLiteChatStore(path: chat.path)
+            try await ChatService(store: other).muteConversations(
+                [MutedConversation(receiver: .group("g"), until: 0)], as: "bob")
+            await other.close()
+            let two = try await chat.say("two", as: "dave")
+            #expect(try await messageIds(chat, for: "bob") == [one.id])
+            #expect(try await messageIds(chat, for: "carol").contains(two.id))
         }
     }
 

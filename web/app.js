@@ -439,6 +439,42 @@ async function openConversation(conversation) {
   }
   renderMessages();
   loadPins();
+  loadMute(conversation);
+}
+
+// CometChat's muted conversations: a muted one sends its user no notification (the outbox), a
+// mention included; the messages themselves still arrive.
+const muteType = (conversation) => (conversation.kind === 'group' ? 'group' : 'oneOnOne');
+
+async function loadMute(conversation) {
+  const button = $('#mute-toggle');
+  button.hidden = true;
+  let muted = false;
+  try {
+    const list = (await api('GET', '/v3/notifications/preferences/mute')).data.mutedConversations;
+    muted = list.some((entry) => entry.type === muteType(conversation) && entry.id === conversation.id);
+  } catch (error) {
+    return;
+  }
+  if (state.conversation !== conversation) return;
+  const show = (isMuted) => {
+    button.textContent = isMuted ? 'Unmute' : 'Mute';
+    button.setAttribute('aria-pressed', String(isMuted));
+    button.title = isMuted ? 'Notifications of this conversation are off' : 'Turn off notifications of this conversation';
+  };
+  show(muted);
+  button.hidden = false;
+  button.onclick = async () => {
+    const body = { conversations: [{ id: conversation.id, type: muteType(conversation) }] };
+    try {
+      await api(muted ? 'DELETE' : 'PUT', '/v3/notifications/preferences/mute', body);
+      muted = !muted;
+      show(muted);
+      toast(muted ? 'Conversation muted.' : 'Conversation unmuted.');
+    } catch (error) {
+      toast(describe(error));
+    }
+  };
 }
 
 async function loadMembers() {
@@ -907,6 +943,7 @@ async function openView(view) {
   $('#composer').hidden = true;
   $('#pin-banner').hidden = true;
   $('#pins-toggle').hidden = true;
+  $('#mute-toggle').hidden = true;
   const target = $('#view');
   try {
     if (view === 'threads') await renderThreadsInbox(target);
@@ -983,7 +1020,24 @@ async function renderPreferences(target) {
     el('h2', {}, 'One-on-one'),
     field('oneOnOnePreferences', 'oneOnOneMessages', 'messages', 'Messages'),
     field('oneOnOnePreferences', 'oneOnOneReplies', 'replies', 'Replies'),
-    field('oneOnOnePreferences', 'oneOnOneQuotedReplies', 'quotedReplies', 'Quote replies')));
+    field('oneOnOnePreferences', 'oneOnOneQuotedReplies', 'quotedReplies', 'Quote replies'),
+    el('h2', {}, 'Do not disturb'),
+    el('label', { class: 'check' }, el('input', {
+      type: 'checkbox',
+      'data-testid': 'pref-dnd',
+      checked: Boolean(preferences.mutePreferences && preferences.mutePreferences.dnd),
+      onchange: async (event) => {
+        const dnd = event.target.checked;
+        try {
+          const answer = await api('PUT', '/v3/notifications/preferences', { mutePreferences: { dnd } });
+          Object.assign(preferences, answer.data);
+          toast(dnd ? 'Do not disturb is on: no notifications.' : 'Do not disturb is off.');
+        } catch (error) {
+          event.target.checked = !dnd;
+          toast(describe(error));
+        }
+      },
+    }), 'No notifications from any conversation')));
 }
 
 start().catch((error) => toast(describe(error)));

@@ -530,6 +530,49 @@ class InboxAndPreferencesTests(WebChatTestCase):
         if SCREENSHOTS:
             self.driver.save_screenshot(os.path.join(SCREENSHOTS, "preferences.png"))
 
+    def test_a_muted_conversation_and_do_not_disturb_silence_the_outbox(self):
+        def outbox():
+            return [row["messageId"] for row in self.server.api("GET", "/v3/notifications?limit=1000", as_uid="dave")]
+
+        page = self.page("dave")
+        page.open_group("general")
+        toggle = page.wait_until(lambda: page.find('[data-testid="mute-toggle"]').is_displayed()
+                                 and page.find('[data-testid="mute-toggle"]'), what="the mute toggle")
+        self.assertEqual((toggle.text, toggle.get_attribute("aria-pressed")), ("Mute", "false"))
+        toggle.click()
+        page.toast("Conversation muted.")
+        self.assertEqual((toggle.text, toggle.get_attribute("aria-pressed")), ("Unmute", "true"))
+        muted = self.server.api("GET", "/v3/notifications/preferences/mute", as_uid="dave")["mutedConversations"]
+        self.assertEqual(muted, [{"id": "general", "type": "group", "until": 0}])
+        quiet = self.server.send("muted <@uid:dave>", "carol")
+        self.assertNotIn(quiet["id"], outbox())
+        # The state is the server's: a page opened afresh shows the conversation muted.
+        page = self.page("dave")
+        page.open_group("general")
+        toggle = page.wait_until(lambda: page.find('[data-testid="mute-toggle"]').is_displayed()
+                                 and page.find('[data-testid="mute-toggle"]'), what="the mute toggle")
+        self.assertEqual(toggle.text, "Unmute")
+        toggle.click()
+        page.toast("Conversation unmuted.")
+        heard = self.server.send("unmuted <@uid:dave>", "carol")
+        page.wait_until(lambda: heard["id"] in outbox(), what="the notification after unmuting")
+        # Do not disturb, from the preferences view, silences every conversation.
+        page.click('[data-testid="nav-prefs"]')
+        self.assertFalse(page.find('[data-testid="mute-toggle"]').is_displayed())
+        dnd = page.wait_for('[data-testid="pref-dnd"]')
+        self.assertFalse(dnd.is_selected())
+        dnd.click()
+        page.toast("Do not disturb is on")
+        stored = self.server.api("GET", "/v3/notifications/preferences", as_uid="dave")
+        self.assertTrue(stored["mutePreferences"]["dnd"])
+        silent = self.server.send("dnd <@uid:dave>", "carol")
+        self.assertNotIn(silent["id"], outbox())
+        if SCREENSHOTS:
+            self.driver.save_screenshot(os.path.join(SCREENSHOTS, "do-not-disturb.png"))
+        dnd.click()
+        page.toast("Do not disturb is off.")
+        self.assertFalse(self.server.api("GET", "/v3/notifications/preferences", as_uid="dave")["mutePreferences"]["dnd"])
+
 
 class DevSignInOffTests(unittest.TestCase):
     def test_sign_in_is_refused_when_development_sign_in_is_off(self):

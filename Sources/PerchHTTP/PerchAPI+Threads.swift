@@ -93,8 +93,13 @@ extension PerchAPI {
             route("PUT", "v3/notifications/preferences/mute", name: "mutes.mute") { api, request in
                 var body = try request.requiredBody()
                 var muted: [MutedConversation] = []
+                let now = api.service.clock.now()
                 for var item in try conversations(&body) {
-                    muted.append(MutedConversation(receiver: try receiver(&item), until: try item.int("until") ?? 0))
+                    let conversation = MutedConversation(
+                        receiver: try receiver(&item), until: try item.int("until") ?? 0)
+                    // Checked here too, so that the refusal names the entry's field in the body.
+                    try MuteRules.checkUntil(conversation.until, now: now, field: item.prefix + "until")
+                    muted.append(conversation)
                     try item.finish()
                 }
                 try body.finish()

@@ -200,7 +200,8 @@ import Testing
         ),
         (
             "mute ending in the past", "PUT", "/v3/notifications/preferences/mute",
-            #"{"conversations":[{"id":"room","type":"group","until":5}]}"#, "until"
+            #"{"conversations":[{"id":"room","type":"group"},{"id":"room","type":"group","until":5}]}"#,
+            "conversations[1].until"
         ),
         ("unmute without a body", "DELETE", "/v3/notifications/preferences/mute", nil, "body"),
         ("user update without a body", "PUT", "/v3/users/bob", nil, "body"),

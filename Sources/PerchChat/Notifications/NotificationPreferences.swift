@@ -119,10 +119,10 @@ public struct MutedConversation: Sendable, Hashable {
 /// The rules of muting (pure: the caller gives the clock).
 public enum MuteRules {
     /// A mute's end must lie ahead: one already past would mute nothing.
-    /// - Throws: `ERR_BAD_REQUEST {field: until}`.
-    public static func checkUntil(_ until: Int64, now: Int64) throws(ChatError) {
+    /// - Throws: `ERR_BAD_REQUEST {field}` (`until`, or the body's name for it).
+    public static func checkUntil(_ until: Int64, now: Int64, field: String = "until") throws(ChatError) {
         guard until == 0 || until > now else {
-            throw ChatError.badRequest("until", "must lie ahead (epoch seconds), or be 0 for until unmuted")
+            throw ChatError.badRequest(field, "must lie ahead (epoch seconds), or be 0 for until unmuted")
         }
     }
 

@@ -221,6 +221,18 @@ import Testing
     }
 }
 
+/// Every page of a pinned list, each after the last message of the one before, as ids.
+private func pinnedPages(_ chat: ChatFixture, _ first: MessagesRequest, as viewer: String) async throws -> [Int64] {
+    var request = first
+    var ids: [Int64] = []
+    while true {
+        let page = try await chat.service.fetchPrevious(request, as: viewer)
+        ids += page.messages.map(\.id)
+        guard page.hasMore else { return ids }
+        request.messageId = page.messages.last?.id
+    }
+}
+
 @Suite struct PinSaveFetchTests {
     @Test func pinnedNewestFirstWithTheParentOfAPinnedReply() async throws {
         try await withChat { chat in
@@ -251,14 +263,7 @@ import Testing
                 _ = try await chat.service.pin(id, as: "alice")
                 ids.append(id)
             }
-            var request = MessagesRequest(guid: "g", limit: 3, pinned: true)
-            var seen: [Int64] = []
-            while true {
-                let page = try await chat.service.fetchPrevious(request, as: "dave")
-                seen += page.messages.map(\.id)
-                guard page.hasMore else { break }
-                request.messageId = page.messages.last?.id
-            }
+            let seen = try await pinnedPages(chat, MessagesRequest(guid: "g", limit: 3, pinned: true), as: "dave")
             #expect(seen == ids.reversed())
         }
     }
@@ -315,13 +320,7 @@ import Testing
             // A page of a filtered list goes on after its last message, through that filter.
             var request = MessagesRequest(guid: "g", limit: 2, pinned: true)
             request.sender = "bob"
-            var walked: [Int64] = []
-            while true {
-                let page = try await chat.service.fetchPrevious(request, as: "dave")
-                walked += page.messages.map(\.id)
-                guard page.hasMore else { break }
-                request.messageId = page.messages.last?.id
-            }
+            let walked = try await pinnedPages(chat, request, as: "dave")
             #expect(walked == [image.id, quote.id, reply.id])
             // A filter's own refusals hold on these lists too.
             await expectRefusal(.badRequest, params: ["field": "fromTimestamp", "reason": "after toTimestamp"]) {

@@ -121,7 +121,7 @@ public enum MuteRules {
     /// A mute's end must lie ahead: one already past would mute nothing.
     /// - Throws: `ERR_BAD_REQUEST {field}` (`until`, or the body's name for it).
     public static func checkUntil(_ until: Int64, now: Int64, field: String = "until") throws(ChatError) {
-        guard until == 0 || until > now else {
+        guard MutedConversation.holds(until: until, at: now) else {
             throw ChatError.badRequest(field, "must lie ahead (epoch seconds), or be 0 for until unmuted")
         }
     }

@@ -69,7 +69,7 @@ extension ChatService {
     ///   `ERR_GROUP_NOT_JOINED`.
     public func muteConversations(_ conversations: [MutedConversation], as uid: String) async throws(ChatError) {
         let now = clock.now()
-        try Self.checkBatch(conversations.count)
+        try Self.checkMuteBatch(conversations.count)
         for muted in conversations { try MuteRules.checkUntil(muted.until, now: now) }
         try await writing { tx in
             _ = try Self.requireUser(tx, uid)
@@ -84,7 +84,7 @@ extension ChatService {
     /// undo their own mute, of a group they have left too; anything else is checked as a mute is.
     /// - Throws: as ``muteConversations(_:as:)``.
     public func unmuteConversations(_ conversations: [Receiver], as uid: String) async throws(ChatError) {
-        try Self.checkBatch(conversations.count)
+        try Self.checkMuteBatch(conversations.count)
         try await writing { tx in
             _ = try Self.requireUser(tx, uid)
             let muted = Set(try tx.mutedConversations(uid: uid).map(\.receiver))
@@ -105,7 +105,7 @@ extension ChatService {
         }
     }
 
-    static func checkBatch(_ count: Int) throws(ChatError) {
+    static func checkMuteBatch(_ count: Int) throws(ChatError) {
         guard (1...MuteRules.batchLimit).contains(count) else {
             throw .badRequest("conversations", "give 1–\(MuteRules.batchLimit) conversations")
         }

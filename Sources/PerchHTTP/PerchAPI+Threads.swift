@@ -64,17 +64,17 @@ extension PerchAPI {
             },
             route("PUT", "v3/notifications/preferences", name: "preferences.update") { api, request in
                 var body = try request.requiredBody()
-                var preferences = try await api.service.notificationPreferences(of: request.caller.uid)
+                var change = NotificationPreferencesChange()
                 if var group = try body.object("groupPreferences") {
-                    preferences.group = try update(preferences.group, &group, prefix: "group")
+                    change.group = try conversationChange(&group, prefix: "group")
                     try group.finish()
                 }
                 if var direct = try body.object("oneOnOnePreferences") {
-                    preferences.oneOnOne = try update(preferences.oneOnOne, &direct, prefix: "oneOnOne")
+                    change.oneOnOne = try conversationChange(&direct, prefix: "oneOnOne")
                     try direct.finish()
                 }
                 if var mute = try body.object("mutePreferences") {
-                    if let dnd = try mute.bool("dnd") { preferences.doNotDisturb = dnd }
+                    change.doNotDisturb = try mute.bool("dnd")
                     if mute.value("schedule") != nil {
                         throw ChatError.badRequest(
                             "mutePreferences.schedule", "not supported: turn dnd on and off, or mute conversations")
@@ -82,7 +82,7 @@ extension PerchAPI {
                     try mute.finish()
                 }
                 try body.finish()
-                let saved = try await api.service.updateNotificationPreferences(preferences, of: request.caller.uid)
+                let saved = try await api.service.changeNotificationPreferences(change, of: request.caller.uid)
                 return .json(200, APIJSON.data(preferencesJSON(saved)))
             },
             route("GET", "v3/notifications/preferences/mute", name: "mutes.list") { api, request in
@@ -177,10 +177,11 @@ extension PerchAPI {
     }
 
     /// Reads `<prefix>Messages`, `<prefix>Replies`, `<prefix>QuotedReplies` as numbers or names.
-    static func update(_ current: ConversationPreferences, _ body: inout JSONBody, prefix: String) throws(ChatError)
-        -> ConversationPreferences
+    /// The change a `groupPreferences` or `oneOnOnePreferences` object asks for: each option by its
+    /// number or its name.
+    static func conversationChange(_ body: inout JSONBody, prefix: String) throws(ChatError)
+        -> NotificationPreferencesChange.Conversation
     {
-        var result = current
         func option(_ key: String, _ names: [Int: String]) throws(ChatError) -> Int? {
             guard let value = body.value(key) else { return nil }
             switch value {
@@ -199,12 +200,12 @@ extension PerchAPI {
         let messageNames = Dictionary(uniqueKeysWithValues: MessagesOption.allCases.map { ($0.rawValue, $0.name) })
         let replyNames = Dictionary(uniqueKeysWithValues: RepliesOption.allCases.map { ($0.rawValue, $0.name) })
         let quoteNames = Dictionary(uniqueKeysWithValues: QuotedRepliesOption.allCases.map { ($0.rawValue, $0.name) })
-        if let raw = try option(prefix + "Messages", messageNames) { result.messages = MessagesOption(rawValue: raw)! }
-        if let raw = try option(prefix + "Replies", replyNames) { result.replies = RepliesOption(rawValue: raw)! }
-        if let raw = try option(prefix + "QuotedReplies", quoteNames) {
-            result.quotedReplies = QuotedRepliesOption(rawValue: raw)!
-        }
-        return result
+        var change = NotificationPreferencesChange.Conversation()
+        change.messages = try option(prefix + "Messages", messageNames).flatMap(MessagesOption.init(rawValue:))
+        change.replies = try option(prefix + "Replies", replyNames).flatMap(RepliesOption.init(rawValue:))
+        change.quotedReplies = try option(prefix + "QuotedReplies", quoteNames)
+            .flatMap(QuotedRepliesOption.init(rawValue:))
+        return change
     }
 
     /// `GET /v3/events`: Server-Sent Events for the caller, one per listener callback, resumed with

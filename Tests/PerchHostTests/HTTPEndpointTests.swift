@@ -419,6 +419,55 @@ import Testing
     /// app's API key (a service cannot send an `apikey` header, and should not hold the key), and
     /// fires only the rules that secret belongs to; without the key an unknown hook is told as a
     /// refusal, so names cannot be probed.
+    @Test func preferenceChangesMadeAtOnceAllHold() async throws {
+        // Each PUT changes only the fields it names: four made at once, each naming another field,
+        // must all be there afterwards, none lost to another's read of the older preferences.
+        try await withHTTPChat { http in
+            let changes = [
+                (#"{"groupPreferences": {"groupMessages": 3}}"#, "groupPreferences", "groupMessages", 3),
+                (#"{"groupPreferences": {"groupReplies": 4}}"#, "groupPreferences", "groupReplies", 4),
+                (
+                    #"{"oneOnOnePreferences": {"oneOnOneQuotedReplies": 1}}"#, "oneOnOnePreferences",
+                    "oneOnOneQuotedReplies", 1
+                ),
+                (
+                    #"{"oneOnOnePreferences": {"oneOnOneMessages": "DONT_SUBSCRIBE"}}"#, "oneOnOnePreferences",
+                    "oneOnOneMessages", 1
+                ),
+            ]
+            let reset = """
+                {"groupPreferences": {"groupMessages": 2, "groupReplies": 2},
+                 "oneOnOnePreferences": {"oneOnOneMessages": 2, "oneOnOneQuotedReplies": 2}, "mutePreferences": {"dnd": false}}
+                """
+            for _ in 0..<12 {
+                #expect(
+                    try await http.call("PUT", "/v3/notifications/preferences", as: .user("carol"), json: reset).status
+                        == 200)
+                try await withThrowingTaskGroup(of: Int.self) { group in
+                    for change in changes {
+                        group.addTask {
+                            try await http.call(
+                                "PUT", "/v3/notifications/preferences", as: .user("carol"), json: change.0
+                            ).status
+                        }
+                    }
+                    group.addTask {
+                        try await http.call(
+                            "PUT", "/v3/notifications/preferences", as: .user("carol"),
+                            json: #"{"mutePreferences": {"dnd": true}}"#
+                        ).status
+                    }
+                    for try await status in group { #expect(status == 200) }
+                }
+                let stored = try await http.call("GET", "/v3/notifications/preferences", as: .user("carol")).data
+                for (_, object, field, value) in changes {
+                    #expect((stored[object] as? [String: Any])?[field] as? Int == value, "\(field)")
+                }
+                #expect((stored["mutePreferences"] as? [String: Any])?["dnd"] as? Bool == true)
+            }
+        }
+    }
+
     @Test func aWebhookWithASecretTakesASignatureOrATokenInsteadOfTheKey() async throws {
         let secret = "hook-secret-0123456789"
         let hookBot = botFile(

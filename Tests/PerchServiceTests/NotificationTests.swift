@@ -25,6 +25,26 @@ import Testing
         }
     }
 
+    @Test func aChangeReplacesOnlyTheFieldsItNames() async throws {
+        try await withChat { chat in
+            var stored = NotificationPreferences()
+            stored.group.replies = .subscribeToSubscribedThreads
+            _ = try await chat.service.updateNotificationPreferences(stored, of: "dave")
+            let change = NotificationPreferencesChange(
+                oneOnOne: .init(quotedReplies: .dontSubscribe), doNotDisturb: true)
+            let changed = try await chat.service.changeNotificationPreferences(change, of: "dave")
+            var expected = stored
+            expected.oneOnOne.quotedReplies = .dontSubscribe
+            expected.doNotDisturb = true
+            #expect(changed == expected)
+            #expect(try await chat.service.notificationPreferences(of: "dave") == expected)
+            #expect(try await chat.service.notificationPreferences(of: "carol") == NotificationPreferences())
+            await expectRefusal(.uidNotFound) {
+                _ = try await chat.service.changeNotificationPreferences(change, of: "ghost")
+            }
+        }
+    }
+
     @Test func botUsersAreRecipientsLikeAnyoneWithAccess() async throws {
         // SPEC: every new message yields its recipients among the users with access; a bot is a
         // user (`role: bot`), and its plugins may read its outbox.

@@ -100,6 +100,49 @@ public struct NotificationPreferences: Sendable, Hashable, Codable {
     }
 }
 
+/// A change to some of a user's notification preferences (a `PUT` body): each field given replaces
+/// that preference, and the others stay as they are when the change is applied.
+public struct NotificationPreferencesChange: Sendable, Hashable {
+    /// A change to one set of preferences (group, or one-on-one).
+    public struct Conversation: Sendable, Hashable {
+        public var messages: MessagesOption?
+        public var replies: RepliesOption?
+        public var quotedReplies: QuotedRepliesOption?
+
+        public init(
+            messages: MessagesOption? = nil, replies: RepliesOption? = nil, quotedReplies: QuotedRepliesOption? = nil
+        ) {
+            self.messages = messages
+            self.replies = replies
+            self.quotedReplies = quotedReplies
+        }
+
+        public func applied(to preferences: ConversationPreferences) -> ConversationPreferences {
+            ConversationPreferences(
+                messages: messages ?? preferences.messages, replies: replies ?? preferences.replies,
+                quotedReplies: quotedReplies ?? preferences.quotedReplies)
+        }
+    }
+
+    public var group: Conversation
+    public var oneOnOne: Conversation
+    public var doNotDisturb: Bool?
+
+    public init(
+        group: Conversation = Conversation(), oneOnOne: Conversation = Conversation(), doNotDisturb: Bool? = nil
+    ) {
+        self.group = group
+        self.oneOnOne = oneOnOne
+        self.doNotDisturb = doNotDisturb
+    }
+
+    public func applied(to preferences: NotificationPreferences) -> NotificationPreferences {
+        NotificationPreferences(
+            group: group.applied(to: preferences.group), oneOnOne: oneOnOne.applied(to: preferences.oneOnOne),
+            doNotDisturb: doNotDisturb ?? preferences.doNotDisturb)
+    }
+}
+
 /// One conversation a user muted (CometChat's `MutedConversation`): no notification of it reaches
 /// them until `until` (epoch seconds; 0: until they unmute it).
 public struct MutedConversation: Sendable, Hashable {

@@ -23,6 +23,21 @@ extension ChatService {
         }
     }
 
+    /// Changes some of a user's notification preferences, reading and writing them in one
+    /// transaction, so that two changes at once both hold.
+    /// - Throws: `ERR_UID_NOT_FOUND`.
+    public func changeNotificationPreferences(_ change: NotificationPreferencesChange, of uid: String)
+        async throws(ChatError) -> NotificationPreferences
+    {
+        let defaults = settings.notificationDefaults
+        return try await writing { tx in
+            _ = try Self.requireUser(tx, uid)
+            let changed = change.applied(to: try tx.preferences(of: [uid])[uid] ?? defaults)
+            try tx.setPreferences(changed, for: uid)
+            return changed
+        }
+    }
+
     /// The user's notification outbox after `seq`, oldest first, and what the retention removed
     /// after `seq` before this read (``NotificationPage/missed``).
     public func notifications(for uid: String, after seq: Int64 = 0, limit: Int = 100) async throws(ChatError)

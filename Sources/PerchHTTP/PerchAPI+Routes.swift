@@ -207,6 +207,27 @@ extension PerchAPI {
                     try request.id(), as: request.caller.uid, session: request.caller.session)
                 return .json(200, APIJSON.data(message.json))
             },
+            route("POST", "v3/messages/{id}/reactions/{reaction}", name: "reactions.add") { api, request in
+                let message = try await api.service.addReaction(
+                    request.parameter("reaction"), to: try request.id(), as: request.caller.uid)
+                return .json(200, APIJSON.data(message.json))
+            },
+            route("DELETE", "v3/messages/{id}/reactions/{reaction}", name: "reactions.remove") { api, request in
+                let message = try await api.service.removeReaction(
+                    request.parameter("reaction"), from: try request.id(), as: request.caller.uid)
+                return .json(200, APIJSON.data(message.json))
+            },
+            route("GET", "v3/messages/{id}/reactions", name: "reactions.list") { api, request in
+                let id = try request.id()
+                let page = try await api.service.reactions(
+                    to: id, reaction: request.query("reaction"),
+                    limit: try request.queryInt("limit", default: 30, range: 1...100)!,
+                    after: try request.queryInt("after", default: nil, range: 0...Int.max).map(Int64.init),
+                    as: request.caller.uid)
+                var meta = "{}"
+                if page.hasMore, let last = page.reactions.last { meta = #"{"next":{"after":\#(last.id)}}"# }
+                return .json(200, APIJSON.list(page.reactions.map(\.json), meta: meta))
+            },
         ]
     }
 

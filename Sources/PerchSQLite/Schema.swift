@@ -292,5 +292,17 @@ enum Schema {
         ) WITHOUT ROWID;
         CREATE INDEX muted_by_conversation ON muted_conversations (conversation_id, uid, until);
         """,
+        // 12: reactions (CometChat's `addReaction`): one row per user and reaction of a message,
+        // read per message (a page's counts, a message's list), in the order added (`id`).
+        """
+        CREATE TABLE reactions (
+            id INTEGER PRIMARY KEY,
+            message_id INTEGER NOT NULL,
+            reaction TEXT NOT NULL,
+            uid TEXT NOT NULL,
+            reacted_at INTEGER NOT NULL
+        );
+        CREATE UNIQUE INDEX reactions_by_message ON reactions (message_id, reaction, uid);
+        """,
     ]
 }

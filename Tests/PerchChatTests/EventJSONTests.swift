@@ -13,7 +13,9 @@ import Testing
             ],
             metadata: .object(["k": .string("v")]), tags: ["t1"], mentionedUids: ["bob"], parentMessageId: 7,
             quotedMessageId: 8, replyCount: 2, sentAt: 1, editedAt: 2, editedBy: "alice", deletedAt: 0, deletedBy: "",
-            updatedAt: 3, pinnedAt: 4, pinnedBy: "app_system", savedAt: 5, hasMentionedMe: true, threadSubscribed: true)
+            updatedAt: 3, pinnedAt: 4, pinnedBy: "app_system",
+            reactions: [.init(reaction: "👍🏽", count: 2, reactedByMe: true), .init(reaction: ":eyes:", count: 1)],
+            savedAt: 5, hasMentionedMe: true, threadSubscribed: true)
         message.quotedMessage = MessagePreview(
             Message(
                 id: 8, conversationId: "group_g", sender: "bob", receiverType: .group, receiverUid: "g", text: "quoted")
@@ -40,6 +42,10 @@ import Testing
                 message: Message(
                     conversationId: "user_a_b", sender: "a", receiverType: .user, receiverUid: "b", type: "poll",
                     category: .custom, data: .bool(false), metadata: .array([]))),
+            ChatEvent(
+                seq: 14, name: .messageReactionRemoved, conversationId: "group_g", createdAt: 14,
+                message: message.withoutViewerFields,
+                reaction: Reaction(id: 3, messageId: 42, reaction: "👍🏽", uid: "bob", reactedAt: 14)),
         ]
     }
 

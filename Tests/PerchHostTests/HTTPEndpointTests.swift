@@ -415,10 +415,62 @@ import Testing
         }
     }
 
-    /// A webhook with its own secret takes GitHub's signature or GitLab's token instead of the
-    /// app's API key (a service cannot send an `apikey` header, and should not hold the key), and
-    /// fires only the rules that secret belongs to; without the key an unknown hook is told as a
-    /// refusal, so names cannot be probed.
+    /// Reactions over REST: the reaction is a percent-encoded path part; a message's counts say
+    /// which are the caller's; who reacted comes a page at a time; a message the caller cannot see
+    /// takes no reactions from them and shows none.
+    @Test func reactionsOverREST() async throws {
+        try await withHTTPChat { http in
+            let sent = try await http.call(
+                "POST", "/v3/messages", as: .user("bob"),
+                json: #"{"receiver": "room", "receiverType": "group", "data": {"text": "ship it?"}}"#)
+            let id = sent.data["id"] as! Int
+            #expect((sent.data["reactions"] as? [Any])?.isEmpty == true)
+            // The reaction is a path part, percent-encoded.
+            let thumbs = "%F0%9F%91%8D"
+            let added = try await http.call("POST", "/v3/messages/\(id)/reactions/\(thumbs)", as: .user("carol"))
+            #expect(added.status == 200)
+            let counts = added.data["reactions"] as? [[String: Any]]
+            #expect(counts?.first?["reaction"] as? String == "👍")
+            #expect(counts?.first?["count"] as? Int == 1)
+            #expect(counts?.first?["reactedByMe"] as? Bool == true)
+            _ = try await http.call("POST", "/v3/messages/\(id)/reactions/:eyes:", as: .user("bob"))
+            _ = try await http.call("POST", "/v3/messages/\(id)/reactions/\(thumbs)", as: .user("bob"))
+            // bob's view of the conversation counts both, and says which are his.
+            let page = try await http.call("GET", "/v3/groups/room/messages", as: .user("bob"))
+            let mine = page.list.first { $0["id"] as? Int == id }?["reactions"] as? [[String: Any]]
+            #expect(
+                mine?.map { "\($0["reaction"]!) \($0["count"]!) \($0["reactedByMe"]!)" } == ["👍 2 1", ":eyes: 1 1"])
+            // Who reacted, a page at a time through meta.next.after.
+            let first = try await http.call("GET", "/v3/messages/\(id)/reactions?limit=2", as: .user("carol"))
+            #expect(first.list.map { $0["uid"] as? String } == ["carol", "bob"])
+            let next = ((first.json["meta"] as? [String: Any])?["next"] as? [String: Any])?["after"] as? Int
+            let second = try await http.call(
+                "GET", "/v3/messages/\(id)/reactions?limit=2&after=\(next ?? -1)", as: .user("carol"))
+            #expect(second.list.map { "\($0["uid"]!) \($0["reaction"]!)" } == ["bob 👍"])
+            #expect((second.json["meta"] as? [String: Any])?["next"] == nil)
+            let onlyEyes = try await http.call(
+                "GET", "/v3/messages/\(id)/reactions?reaction=:eyes:", as: .user("carol"))
+            #expect(onlyEyes.list.map { $0["uid"] as? String } == ["bob"])
+            let removed = try await http.call("DELETE", "/v3/messages/\(id)/reactions/\(thumbs)", as: .user("bob"))
+            #expect((removed.data["reactions"] as? [[String: Any]])?.map { $0["count"] as? Int } == [1, 1])
+            // Refusals: the text, the message, the viewer, the cursor.
+            let spaced = try await http.call("POST", "/v3/messages/\(id)/reactions/a%20b", as: .user("bob"))
+            #expect(spaced.status == 400 && spaced.errorField == "reaction")
+            #expect(try await http.call("POST", "/v3/messages/999999/reactions/x", as: .user("bob")).status == 404)
+            let elsewhere = try await http.call(
+                "POST", "/v3/messages", as: .user("carol"),
+                json: #"{"receiver": "other", "receiverType": "group", "data": {"text": "not for bob"}}"#)
+            let hidden = elsewhere.data["id"] as! Int
+            for (method, path) in [("GET", "reactions"), ("POST", "reactions/x"), ("DELETE", "reactions/x")] {
+                let outsider = try await http.call(method, "/v3/messages/\(hidden)/\(path)", as: .user("bob"))
+                #expect(outsider.status == 403 && outsider.errorCode == "ERR_MESSAGE_NO_ACCESS", "\(method)")
+            }
+            let badCursor = try await http.call("GET", "/v3/messages/\(id)/reactions?after=x", as: .user("bob"))
+            #expect(badCursor.status == 400 && badCursor.errorField == "after")
+            #expect(try await http.call("GET", "/v3/messages/\(id)/reactions?limit=0", as: .user("bob")).status == 400)
+        }
+    }
+
     @Test func preferenceChangesMadeAtOnceAllHold() async throws {
         // Each PUT changes only the fields it names: four made at once, each naming another field,
         // must all be there afterwards, none lost to another's read of the older preferences.
@@ -468,6 +520,10 @@ import Testing
         }
     }
 
+    /// A webhook with its own secret takes GitHub's signature or GitLab's token instead of the
+    /// app's API key (a service cannot send an `apikey` header, and should not hold the key), and
+    /// fires only the rules that secret belongs to; without the key an unknown hook is told as a
+    /// refusal, so names cannot be probed.
     @Test func aWebhookWithASecretTakesASignatureOrATokenInsteadOfTheKey() async throws {
         let secret = "hook-secret-0123456789"
         let hookBot = botFile(

@@ -208,6 +208,8 @@ public struct JSONWriter {
         int("updatedAt", m.updatedAt)
         int("pinnedAt", m.pinnedAt)
         text("pinnedBy", m.pinnedBy)
+        key("reactions", first: &first)
+        reactionCounts(m.reactions)
         if let quoted = m.quotedMessage {
             key("quotedMessage", first: &first)
             preview(quoted)
@@ -259,7 +261,44 @@ public struct JSONWriter {
             }
             raw("}")
         }
+        if let reaction = e.reaction {
+            key("reaction", first: &first)
+            self.reaction(reaction)
+        }
         raw("}")
+    }
+
+    public mutating func reaction(_ r: Reaction) {
+        var first = true
+        raw("{")
+        key("id", first: &first)
+        int(r.id)
+        key("messageId", first: &first)
+        int(r.messageId)
+        key("reaction", first: &first)
+        string(r.reaction)
+        key("uid", first: &first)
+        string(r.uid)
+        key("reactedAt", first: &first)
+        int(r.reactedAt)
+        raw("}")
+    }
+
+    mutating func reactionCounts(_ list: [ReactionCount]) {
+        raw("[")
+        for (index, item) in list.enumerated() {
+            if index > 0 { raw(",") }
+            var first = true
+            raw("{")
+            key("reaction", first: &first)
+            string(item.reaction)
+            key("count", first: &first)
+            int(Int64(item.count))
+            key("reactedByMe", first: &first)
+            raw(item.reactedByMe ? "true" : "false")
+            raw("}")
+        }
+        raw("]")
     }
 }
 
@@ -284,6 +323,15 @@ extension ChatEvent {
     public var json: String {
         var writer = JSONWriter()
         writer.event(self)
+        return writer.output
+    }
+}
+
+extension Reaction {
+    /// The reaction as JSON, with the keys its `Codable` conformance uses.
+    public var json: String {
+        var writer = JSONWriter(capacity: 96)
+        writer.reaction(self)
         return writer.output
     }
 }

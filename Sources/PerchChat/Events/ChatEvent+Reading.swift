@@ -12,6 +12,7 @@ extension JSONReader {
             case "createdAt": event.createdAt = seen.mark(3, try reader.int64())
             case "message": event.message = reader.null() ? nil : try reader.message()
             case "member": event.member = reader.null() ? nil : try reader.memberChange()
+            case "reaction": event.reaction = reader.null() ? nil : try reader.reaction()
             default: try reader.skip()
             }
         }
@@ -54,6 +55,8 @@ extension JSONReader {
             case "metadata": m.metadata = reader.null() ? nil : try reader.value()
             case "quotedMessage": m.quotedMessage = reader.null() ? nil : try reader.preview()
             case "parentMessage": m.parentMessage = reader.null() ? nil : try reader.preview()
+            // Payloads written before reactions existed have none.
+            case "reactions": m.reactions = try reader.reactionCounts()
             default: try reader.skip()
             }
         }
@@ -98,6 +101,42 @@ extension JSONReader {
                 }
             }
             try seen.check("an attachment", at: reader)
+            list.append(item)
+        }
+        return list
+    }
+
+    public mutating func reaction() throws -> Reaction {
+        var reaction = Reaction(messageId: 0, reaction: "", uid: "", reactedAt: 0)
+        var seen = RequiredKeys(required: 5)
+        try object { reader, key in
+            switch key {
+            case "messageId": reaction.messageId = seen.mark(0, try reader.int64())
+            case "reaction": reaction.reaction = seen.mark(1, try reader.string())
+            case "uid": reaction.uid = seen.mark(2, try reader.string())
+            case "reactedAt": reaction.reactedAt = seen.mark(3, try reader.int64())
+            case "id": reaction.id = seen.mark(4, try reader.int64())
+            default: try reader.skip()
+            }
+        }
+        try seen.check("a reaction", at: self)
+        return reaction
+    }
+
+    mutating func reactionCounts() throws -> [ReactionCount] {
+        var list: [ReactionCount] = []
+        try array { reader in
+            var item = ReactionCount(reaction: "", count: 0)
+            var seen = RequiredKeys(required: 3)
+            try reader.object { reader, key in
+                switch key {
+                case "reaction": item.reaction = seen.mark(0, try reader.string())
+                case "count": item.count = Int(seen.mark(1, try reader.int64()))
+                case "reactedByMe": item.reactedByMe = seen.mark(2, try reader.bool())
+                default: try reader.skip()
+                }
+            }
+            try seen.check("a reaction count", at: reader)
             list.append(item)
         }
         return list

@@ -7,10 +7,12 @@ public struct ChatEvent: Sendable, Hashable, Codable {
     public var createdAt: Int64
     public var message: Message?
     public var member: MemberChange?
+    /// The reaction added or taken back (`onMessageReactionAdded`, `onMessageReactionRemoved`).
+    public var reaction: Reaction?
 
     public init(
         seq: Int64 = 0, name: EventName, conversationId: String, createdAt: Int64, message: Message? = nil,
-        member: MemberChange? = nil
+        member: MemberChange? = nil, reaction: Reaction? = nil
     ) {
         self.seq = seq
         self.name = name
@@ -18,6 +20,7 @@ public struct ChatEvent: Sendable, Hashable, Codable {
         self.createdAt = createdAt
         self.message = message
         self.member = member
+        self.reaction = reaction
     }
 }
 
@@ -52,6 +55,8 @@ public enum EventName: String, Sendable, Hashable, Codable, CaseIterable {
     case messageUnpinned = "onMessageUnpinned"
     case messageSaved = "onMessageSaved"
     case messageUnsaved = "onMessageUnsaved"
+    case messageReactionAdded = "onMessageReactionAdded"
+    case messageReactionRemoved = "onMessageReactionRemoved"
     case groupMemberJoined = "onGroupMemberJoined"
     case groupMemberLeft = "onGroupMemberLeft"
     case groupMemberKicked = "onGroupMemberKicked"

@@ -30,6 +30,9 @@ public struct Message: Sendable, Hashable, Codable {
     public var updatedAt: Int64
     public var pinnedAt: Int64
     public var pinnedBy: String
+    /// Each reaction's count, oldest first (by each reaction's oldest standing one);
+    /// `reactedByMe` is per viewer.
+    public var reactions: [ReactionCount]
     /// The quoted message, as it is now (deleted shows as deleted), on fetched quote replies.
     public var quotedMessage: MessagePreview?
     /// The thread's root, where a reply is shown out of its thread (pinned lists).
@@ -45,8 +48,9 @@ public struct Message: Sendable, Hashable, Codable {
         text: String? = nil, data: JSONValue? = nil, attachments: [Attachment] = [], metadata: JSONValue? = nil,
         tags: [String] = [], mentionedUids: [String] = [], parentMessageId: Int64 = 0, quotedMessageId: Int64 = 0,
         replyCount: Int = 0, sentAt: Int64 = 0, editedAt: Int64 = 0, editedBy: String = "", deletedAt: Int64 = 0,
-        deletedBy: String = "", updatedAt: Int64 = 0, pinnedAt: Int64 = 0, pinnedBy: String = "", savedAt: Int64 = 0,
-        hasMentionedMe: Bool = false, threadSubscribed: Bool = false
+        deletedBy: String = "", updatedAt: Int64 = 0, pinnedAt: Int64 = 0, pinnedBy: String = "",
+        reactions: [ReactionCount] = [], savedAt: Int64 = 0, hasMentionedMe: Bool = false,
+        threadSubscribed: Bool = false
     ) {
         self.id = id
         self.muid = muid
@@ -73,6 +77,7 @@ public struct Message: Sendable, Hashable, Codable {
         self.updatedAt = updatedAt
         self.pinnedAt = pinnedAt
         self.pinnedBy = pinnedBy
+        self.reactions = reactions
         self.savedAt = savedAt
         self.hasMentionedMe = hasMentionedMe
         self.threadSubscribed = threadSubscribed
@@ -92,6 +97,7 @@ public struct Message: Sendable, Hashable, Codable {
         copy.savedAt = 0
         copy.hasMentionedMe = false
         copy.threadSubscribed = false
+        for index in copy.reactions.indices { copy.reactions[index].reactedByMe = false }
         return copy
     }
 }

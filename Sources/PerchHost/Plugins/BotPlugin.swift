@@ -53,6 +53,10 @@ public protocol BotPlugin: Sendable {
     /// `onMessageSaved` / `onMessageUnsaved` of the bot's own user, from another session.
     func onMessageSaved(_ context: BotContext) async throws
     func onMessageUnsaved(_ context: BotContext) async throws
+    /// `onMessageReactionAdded` / `onMessageReactionRemoved` (the whole conversation hears them;
+    /// `context.event.reaction` says who reacted with what).
+    func onMessageReactionAdded(_ context: BotContext) async throws
+    func onMessageReactionRemoved(_ context: BotContext) async throws
     /// Group member events: joined, left, kicked, banned, unbanned, scope changed, added.
     func onGroupMemberEvent(_ context: BotContext) async throws
     /// Seed 001's cross-surface event, from the host's event bus: a subscribe or unsubscribe made
@@ -74,6 +78,8 @@ extension BotPlugin {
     public func onMessageUnpinned(_ context: BotContext) async throws {}
     public func onMessageSaved(_ context: BotContext) async throws {}
     public func onMessageUnsaved(_ context: BotContext) async throws {}
+    public func onMessageReactionAdded(_ context: BotContext) async throws {}
+    public func onMessageReactionRemoved(_ context: BotContext) async throws {}
     public func onGroupMemberEvent(_ context: BotContext) async throws {}
     public func onThreadSubscriptionChanged(parentMessageId: Int64, uid: String, isSubscribed: Bool) async {}
 
@@ -88,7 +94,11 @@ extension BotPlugin {
         case .messageUnpinned: try await onMessageUnpinned(context)
         case .messageSaved: try await onMessageSaved(context)
         case .messageUnsaved: try await onMessageUnsaved(context)
-        default: try await onGroupMemberEvent(context)
+        case .messageReactionAdded: try await onMessageReactionAdded(context)
+        case .messageReactionRemoved: try await onMessageReactionRemoved(context)
+        case .groupMemberJoined, .groupMemberLeft, .groupMemberKicked, .groupMemberBanned, .groupMemberUnbanned,
+            .groupMemberScopeChanged, .memberAddedToGroup:
+            try await onGroupMemberEvent(context)
         }
     }
 }

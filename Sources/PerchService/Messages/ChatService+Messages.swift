@@ -121,7 +121,7 @@ extension ChatService {
             subscribers = try subscribeOnReply(tx, parent: parent, reply: message, at: now)
         }
         try route(tx, message, subscribers: subscribers, defaults: defaults, at: now)
-        let live = try decorateLive(tx, message)
+        let live = try decorateLive(tx, message, reactions: false)
         let event = ChatEvent(
             name: EventName.received(message), conversationId: conversationId, createdAt: now, message: live)
         var audience = audience(of: message)
@@ -235,8 +235,10 @@ extension ChatService {
         let saved = try tx.savedAt(uid: viewer, messageIds: ids)
         let subscribed = try tx.subscribedThreads(uid: viewer, parentIds: messages.filter { !$0.isReply }.map(\.id))
         let quoted = try tx.messages(messages.map(\.quotedMessageId).filter { $0 != 0 })
+        let reactions = try tx.reactionCounts(messageIds: ids, viewer: viewer)
         return messages.map { message in
             var copy = message
+            copy.reactions = reactions[message.id] ?? []
             copy.savedAt = saved[message.id] ?? 0
             copy.hasMentionedMe = message.mentionedUids.contains(viewer)
             copy.threadSubscribed = !message.isReply && subscribed.contains(message.id)
@@ -247,20 +249,25 @@ extension ChatService {
         }
     }
 
-    /// A message as a live payload: per-viewer fields "not reported", the quote preview filled.
-    static func decorateLive(_ tx: any ChatReadTransaction, _ message: Message) throws -> Message {
+    /// A message as a live payload: per-viewer fields "not reported", the quote preview and the
+    /// reaction counts filled (`reactions: false` for a new message, which has none yet).
+    static func decorateLive(_ tx: any ChatReadTransaction, _ message: Message, reactions: Bool = true) throws
+        -> Message
+    {
         var copy = message.withoutViewerFields
+        if reactions { copy.reactions = try tx.reactionCounts(messageIds: [message.id], viewer: nil)[message.id] ?? [] }
         if message.quotedMessageId != 0, let original = try tx.message(message.quotedMessageId) {
             copy.quotedMessage = MessagePreview(original)
         }
         return copy
     }
 
-    /// What else a delete touches: its saves go (a deleted message leaves nothing behind in the
-    /// saved lists; its pin was cleared with the message), and a deleted root takes its thread out
-    /// of every inbox.
+    /// What else a delete touches: its saves and reactions go (a deleted message leaves nothing
+    /// behind in the saved lists; its pin was cleared with the message), and a deleted root takes
+    /// its thread out of every inbox.
     static func afterDelete(_ tx: any ChatWriteTransaction, _ message: Message, at now: Int64) throws {
         try tx.removeSaves(of: message.id)
+        try tx.removeReactions(of: message.id)
         if !message.isReply { try tx.removeSubscriptions(of: message.id) }
     }
 }

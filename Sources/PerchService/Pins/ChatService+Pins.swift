@@ -152,10 +152,14 @@ extension ChatService {
         }
     }
 
-    /// Appends a conversation-wide event about `message`.
-    static func announce(_ tx: any ChatWriteTransaction, _ name: EventName, _ message: Message, at now: Int64) throws {
+    /// Appends a conversation-wide event about `message` (and the reaction it is about).
+    static func announce(
+        _ tx: any ChatWriteTransaction, _ name: EventName, _ message: Message, reaction: Reaction? = nil,
+        at now: Int64
+    ) throws {
         let event = ChatEvent(
-            name: name, conversationId: message.conversationId, createdAt: now, message: try decorateLive(tx, message))
+            name: name, conversationId: message.conversationId, createdAt: now, message: try decorateLive(tx, message),
+            reaction: reaction)
         _ = try tx.appendEvent(event, audience: audience(of: message))
     }
 

@@ -92,6 +92,12 @@ public protocol ChatReadTransaction {
     func savedMessages(uid: String, matching filter: MessageFilter, limit: Int, after cursor: (Int64, Int64)?)
         throws -> [Message]
     func savedAt(uid: String, messageIds: [Int64]) throws -> [Int64: Int64]
+    /// Each message's reaction counts, ordered by each reaction's oldest standing one; with a
+    /// `viewer`, `reactedByMe` says whether they reacted so. Messages with none are left out.
+    func reactionCounts(messageIds: [Int64], viewer: String?) throws -> [Int64: [ReactionCount]]
+    /// Who reacted to a message (with `reaction` only, only so), oldest first, after the reaction
+    /// with id `after`.
+    func reactions(messageId: Int64, reaction: String?, limit: Int, after: Int64?) throws -> [Reaction]
     func subscribedThreads(uid: String, parentIds: [Int64]) throws -> Set<Int64>
     func threadSubscribers(of parentId: Int64) throws -> [String]
     /// The user's accessible subscribed threads, `(parentId, updatedAt)`, by `(updatedAt, id)`
@@ -147,6 +153,10 @@ public protocol ChatWriteTransaction: ChatReadTransaction {
     func updateMessage(_ message: Message) throws
     func adjustReplyCount(of id: Int64, by delta: Int, updatedAt: Int64) throws
     func setSaved(uid: String, messageId: Int64, at time: Int64?) throws
+    /// Adds a reaction the user has not made, or with `added` false takes one back; returns the
+    /// row's id (nil when there was none to take back).
+    func setReaction(_ reaction: Reaction, added: Bool) throws -> Int64?
+    func removeReactions(of messageId: Int64) throws
     /// Subscribes (or re-subscribes, bumping `updatedAt`) a user to a thread.
     func subscribe(uid: String, to parent: Message, at time: Int64) throws
     func unsubscribe(uid: String, from parentId: Int64) throws

@@ -331,6 +331,7 @@ extension PerchAPI {
         messagesRequest.hideQuotedMessages = try request.queryBool("hideQuotedMessages") ?? false
         messagesRequest.hasMentions = try request.queryBool("hasMentions") ?? false
         messagesRequest.hasAttachments = try request.queryBool("hasAttachments") ?? false
+        messagesRequest.hasReactions = try request.queryBool("hasReactions") ?? false
         _ = try request.queryBool("withTags")  // a message's tags are always in its JSON
         let seconds = 0...Int(Int64.max)
         messagesRequest.fromTimestamp = try request.queryInt("fromTimestamp", range: seconds).map(Int64.init)
@@ -348,7 +349,6 @@ extension PerchAPI {
         let sync = "not supported: read the live events (GET /v3/events) on from a sequence"
         let unsupported = [
             ("unread", "not supported: Perch keeps no read receipts"),
-            ("hasReactions", "not supported: Perch keeps no reactions"),
             ("hasLinks", "not supported: Perch does not index links"), ("updatesOnly", sync),
         ]
         for (name, reason) in unsupported where try request.queryBool(name) == true { throw .badRequest(name, reason) }

@@ -361,6 +361,9 @@ final class SQLiteTransaction: ChatWriteTransaction {
         if filter.hideQuoted { filters.append("\(table).quoted_id = 0") }
         if filter.onlyWithMentions { filters.append("\(table).mentions IS NOT NULL") }
         if filter.onlyWithAttachments { filters.append("\(table).attachments IS NOT NULL") }
+        if filter.onlyWithReactions {
+            filters.append("EXISTS (SELECT 1 FROM reactions WHERE reactions.message_id = \(table).id)")
+        }
         if let sentAt = filter.sentAt {
             filters.append("\(table).sent_at BETWEEN ? AND ?")
             values += [.int(sentAt.lowerBound), .int(sentAt.upperBound)]

@@ -233,7 +233,7 @@ import Testing
             #expect(try await texts("timestamp=\(now - 3600)") == [])
             #expect(try await texts("timestamp=\(now - 3600)&affix=append&sender=carol") == ["two"])
             for (query, field) in [
-                ("unread=true", "unread"), ("updatedAfter=5", "updatedAfter"), ("hasReactions=true", "hasReactions"),
+                ("unread=true", "unread"), ("updatedAfter=5", "updatedAfter"), ("hasReactions=maybe", "hasReactions"),
                 ("fromTimestamp=soon", "fromTimestamp"), ("hasMentions=maybe", "hasMentions"),
                 ("fromTimestamp=\(now)&toTimestamp=\(now - 1)", "fromTimestamp"), ("category=chat", "category"),
             ] {
@@ -453,6 +453,8 @@ import Testing
             #expect(onlyEyes.list.map { $0["uid"] as? String } == ["bob"])
             let removed = try await http.call("DELETE", "/v3/messages/\(id)/reactions/\(thumbs)", as: .user("bob"))
             #expect((removed.data["reactions"] as? [[String: Any]])?.map { $0["count"] as? Int } == [1, 1])
+            let reacted = try await http.call("GET", "/v3/groups/room/messages?hasReactions=true", as: .user("bob"))
+            #expect(reacted.list.map { $0["id"] as? Int } == [id])
             // Refusals: the text, the message, the viewer, the cursor.
             let spaced = try await http.call("POST", "/v3/messages/\(id)/reactions/a%20b", as: .user("bob"))
             #expect(spaced.status == 400 && spaced.errorField == "reaction")

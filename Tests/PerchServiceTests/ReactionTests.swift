@@ -27,6 +27,11 @@ import Testing
             let page = try await chat.service.fetchNext(MessagesRequest(guid: "g"), as: "dave")
             #expect(page.messages.last?.reactions.map(\.reactedByMe) == [false, false])
             #expect(page.messages.last?.reactions.map(\.count) == [2, 1])
+            // hasReactions keeps only the messages someone reacted to.
+            var reacted = MessagesRequest(guid: "g")
+            reacted.hasReactions = true
+            _ = try await chat.say("no one reacts to this", as: "dave")
+            #expect(try await chat.service.fetchNext(reacted, as: "dave").messages.map(\.id) == [message.id])
             // Taking back one; taking back one never made is quiet.
             let after = try await chat.service.removeReaction("👍", from: message.id, as: "bob")
             // 👍 now dates from carol's, added after her 🎉.

@@ -31,6 +31,8 @@ public struct MessagesRequest: Sendable, Hashable {
     public var hasMentions = false
     /// Only messages with attachments (`hasAttachments`).
     public var hasAttachments = false
+    /// Only messages someone reacted to (`hasReactions`).
+    public var hasReactions = false
     /// Only messages sent at or after this second (the REST API's `fromTimestamp`).
     public var fromTimestamp: Int64?
     /// Only messages sent at or before this second (`toTimestamp`).
@@ -159,6 +161,7 @@ extension MessagesRequest {
         filter.hideQuoted = hideQuotedMessages
         filter.onlyWithMentions = hasMentions
         filter.onlyWithAttachments = hasAttachments
+        filter.onlyWithReactions = hasReactions
         if fromTimestamp != nil || toTimestamp != nil {
             let from = fromTimestamp ?? 0
             let to = toTimestamp ?? Int64.max

@@ -214,6 +214,8 @@ public struct MessageFilter: Sendable, Hashable {
     public var onlyWithMentions = false
     /// Only messages with attachments.
     public var onlyWithAttachments = false
+    /// Only messages someone reacted to.
+    public var onlyWithReactions = false
     /// Only messages sent in these seconds (both ends included).
     public var sentAt: ClosedRange<Int64>?
 

@@ -835,7 +835,7 @@ final class EventNotifier: Sendable {
             guard let uid, let groups else { return true }
             guard audience.users.contains(uid) || audience.group.map(groups.contains) == true else { return false }
             if let session, audience.excludedSession == session { return false }
-            if ignoresOwnMessages, entry.event.message?.sender == uid { return false }
+            if ignoresOwnMessages, entry.event.author == uid { return false }
             return true
         }
     }

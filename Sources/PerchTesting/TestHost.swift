@@ -100,10 +100,10 @@ public struct TestChat: Sendable {
                     let cursor = try await self.service.cursor(consumer: "bot:\(name)")
                     if cursor >= latest { return true }
                     // A bot sleeps through the events it cannot see (other rooms') and its own
-                    // messages, and saves no cursor for them: it is done when none after its saved
-                    // cursor is one it would handle.
+                    // messages (not others' reactions to them), and saves no cursor for them: it is
+                    // done when none after its saved cursor is one it would handle.
                     let page = try await self.service.events(for: uid, after: cursor, limit: 10_000)
-                    let handled = page.events.contains { $0.message?.sender != uid }
+                    let handled = page.events.contains { $0.author != uid }
                     return !handled && !page.isFull && page.scannedThrough >= latest ? true : nil
                 }
             }

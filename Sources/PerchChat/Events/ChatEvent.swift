@@ -22,6 +22,10 @@ public struct ChatEvent: Sendable, Hashable, Codable {
         self.member = member
         self.reaction = reaction
     }
+
+    /// Whose doing the event counts as for a listener that ignores its own messages (a bot): the
+    /// reactor of a reaction (to the listener's own message too), else the message's sender.
+    public var author: String? { reaction?.uid ?? message?.sender }
 }
 
 /// A change of group membership: who, by whom, and the scopes involved.

@@ -64,7 +64,9 @@ final class BotRuntime: Sendable {
     /// Whether the bot hears this event at all: never its own doing; in groups, `hears` decides
     /// which new messages reach it.
     func hears(_ event: ChatEvent) -> Bool {
-        if let message = event.message, message.sender == identity.uid { return false }
+        // A reaction is its reactor's doing: a reaction to the bot's own message is heard.
+        if event.author == identity.uid { return false }
+        if event.reaction != nil { return true }
         if let member = event.member, member.actor == identity.uid || member.uid == identity.uid { return false }
         if event.name == .messagePinned || event.name == .messageUnpinned {
             if event.message?.pinnedBy == identity.uid { return false }

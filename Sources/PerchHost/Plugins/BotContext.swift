@@ -175,6 +175,24 @@ public final class BotContext: Sendable {
         return try await runtime.act(context: self) { service in try await service.save(message.id, as: self.bot.uid) }
     }
 
+    /// Reacts to the message as the bot (`addReaction`); reacting again so changes nothing.
+    @discardableResult
+    public func react(_ reaction: String) async throws(ChatError) -> Message {
+        guard let message else { throw .badRequest("message", "this event has no message") }
+        return try await runtime.act(context: self) { service in
+            try await service.addReaction(reaction, to: message.id, as: self.bot.uid)
+        }
+    }
+
+    /// Takes back the bot's reaction to the message (`removeReaction`).
+    @discardableResult
+    public func unreact(_ reaction: String) async throws(ChatError) -> Message {
+        guard let message else { throw .badRequest("message", "this event has no message") }
+        return try await runtime.act(context: self) { service in
+            try await service.removeReaction(reaction, from: message.id, as: self.bot.uid)
+        }
+    }
+
     /// Subscribes `uid` (default: the sender) to the thread of `parentMessageId` (default: the
     /// message's thread). On success the host's event bus hears `threadSubscriptionChanged`.
     @discardableResult

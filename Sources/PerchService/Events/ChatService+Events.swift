@@ -13,8 +13,8 @@ extension ChatService {
 
     /// Returns once an event after `seq` is committed (or the store closes, or the task is cancelled).
     /// With a `uid`, the wait may go on through events that user cannot see, events left out for
-    /// `session`, and, with `ignoringOwnMessages`, events whose message `uid` sent; with
-    /// `endingAtTick` it also ends at the store's poll tick
+    /// `session`, and, with `ignoringOwnMessages`, events whose message `uid` sent (others'
+    /// reactions to it excepted); with `endingAtTick` it also ends at the store's poll tick
     /// (``ChatStore/waitForEvents(after:for:session:ignoringOwnMessages:endingAtTick:)``).
     public func waitForEvents(
         after seq: Int64, for uid: String? = nil, session: String? = nil, ignoringOwnMessages: Bool = false,

@@ -28,9 +28,10 @@ public protocol ChatStore: Sendable {
     /// Returns once an event after `seq` is committed, the store closes, or the task is cancelled.
     /// With a `uid`, the store may sleep through events that user cannot see, events left out for
     /// `session` (``EventAudience/excludedSession``), and, with `ignoringOwnMessages`, events whose
-    /// message `uid` sent (a bot never handles those); it wakes at least for every other event the
-    /// user can see, now and then for none, and, when `endingAtTick`, at the store's poll tick (a
-    /// consumer with a cursor to save). A wait for anyone (`uid` nil) ends at every tick.
+    /// message `uid` sent, others' reactions to it excepted (a bot never handles those); it wakes at
+    /// least for every other event the user can see, now and then for none, and, when
+    /// `endingAtTick`, at the store's poll tick (a consumer with a cursor to save). A wait for anyone
+    /// (`uid` nil) ends at every tick.
     func waitForEvents(
         after seq: Int64, for uid: String?, session: String?, ignoringOwnMessages: Bool, endingAtTick: Bool)
         async

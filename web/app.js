@@ -372,6 +372,15 @@ function onEvent(name, event) {
     } else if (name === 'onMessageDeleted') {
       target.deletedAt = message.deletedAt || 1;
       untrackQuote(target);
+    } else if ((name === 'onMessageReactionAdded' || name === 'onMessageReactionRemoved') && event.reaction) {
+      // The live counts say nothing of whose they are: reactedByMe stays as this page knew it,
+      // but for the reaction the event is about when it is this user's.
+      const before = new Map((target.reactions || []).map((count) => [count.reaction, count.reactedByMe]));
+      target.reactions = (message.reactions || []).map((count) => ({
+        ...count,
+        reactedByMe: event.reaction.uid === state.me.uid && count.reaction === event.reaction.reaction
+          ? name === 'onMessageReactionAdded' : Boolean(before.get(count.reaction)),
+      }));
     }
   };
   if (known) {
@@ -600,6 +609,12 @@ function messageNode(message, options = {}) {
   message.quotedMessageId && !message.deletedAt ? quotedBlock(message) : null,
   el('div', { class: 'text' }, message.deletedAt ? 'This message was deleted' : richText(message.text || '')),
   ...(message.deletedAt ? [] : (message.attachments || []).map(attachmentNode)),
+  message.deletedAt || !(message.reactions || []).length ? null : el('div', { class: 'reactions', 'data-testid': 'reactions' },
+    ...message.reactions.map((count) => el('button', {
+      class: `reaction${count.reactedByMe ? ' mine' : ''}`, 'data-testid': 'reaction', 'aria-pressed': String(count.reactedByMe),
+      title: count.reactedByMe ? 'Take your reaction back' : 'React so too',
+      onclick: () => toggleReaction(message, count.reaction),
+    }, `${count.reaction} ${count.count}`))),
   !options.inThread && message.parentMessageId === 0 && message.replyCount > 0
     ? el('button', { class: 'replies', 'data-testid': 'reply-count', onclick: () => openThread(message) },
       `${message.replyCount} ${message.replyCount === 1 ? 'reply' : 'replies'}`)
@@ -666,6 +681,10 @@ function openSheet(message, x, y, options = {}) {
       onclick: () => { closeSheet(); toggleSubscription(message.id); },
     }, copy(subscribed ? 'THREAD_UNSUBSCRIBE' : 'THREAD_SUBSCRIBE')));
   }
+  const thumbs = (message.reactions || []).find((count) => count.reaction === '👍');
+  items.push(el('button', {
+    role: 'menuitem', 'data-testid': 'action-react', onclick: () => { closeSheet(); toggleReaction(message, '👍'); },
+  }, thumbs && thumbs.reactedByMe ? 'Take back 👍' : 'React 👍'));
   if (canPin()) {
     items.push(el('button', {
       role: 'menuitem', 'data-testid': 'action-pin',
@@ -699,6 +718,19 @@ async function pinToggle(message) {
     Object.assign(message, { pinnedAt: answer.data.pinnedAt, pinnedBy: answer.data.pinnedBy });
     renderMessage(message);
     loadPins();
+  } catch (error) {
+    toast(describe(error));
+  }
+}
+
+async function toggleReaction(message, reaction) {
+  const mine = (message.reactions || []).some((count) => count.reaction === reaction && count.reactedByMe);
+  try {
+    const path = `/v3/messages/${message.id}/reactions/${encodeURIComponent(reaction)}`;
+    const answer = await api(mine ? 'DELETE' : 'POST', path);
+    message.reactions = answer.data.reactions || [];
+    if (state.messages.has(message.id)) renderMessage(message);
+    if (state.thread) renderThread();
   } catch (error) {
     toast(describe(error));
   }

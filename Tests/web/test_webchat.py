@@ -497,6 +497,27 @@ class PinSaveTests(WebChatTestCase):
         page.toast("limit 2")
 
 
+    def test_reactions_are_toggled_and_arrive_live(self):
+        page = self.page("dave")
+        message = self.server.send("ship it?", "carol")
+        page.open_group("general")
+
+        def chips():
+            return [(chip.text, chip.get_attribute("aria-pressed"))
+                    for chip in page.message(message["id"]).find_elements(By.CSS_SELECTOR, '[data-testid="reaction"]')]
+
+        page.sheet_items(message["id"])["action-react"].click()
+        page.wait_until(lambda: chips() == [("👍 1", "true")], what="dave's reaction")
+        self.assertEqual(page.sheet_items(message["id"])["action-react"].text, "Take back 👍")
+        # Others' reactions arrive live, and leave dave's own as they were.
+        self.server.api("POST", f"/v3/messages/{message['id']}/reactions/%F0%9F%91%8D", as_uid="bob")
+        self.server.api("POST", f"/v3/messages/{message['id']}/reactions/%F0%9F%8E%89", as_uid="bob")
+        page.wait_until(lambda: chips() == [("👍 2", "true"), ("🎉 1", "false")], what="bob's reactions, live")
+        # A chip toggles the viewer's own.
+        page.message(message["id"]).find_elements(By.CSS_SELECTOR, '[data-testid="reaction"]')[0].click()
+        page.wait_until(lambda: chips() == [("👍 1", "false"), ("🎉 1", "false")], what="dave's reaction taken back")
+
+
 class InboxAndPreferencesTests(WebChatTestCase):
     def test_the_threads_inbox_orders_by_the_last_reply_never_by_updated_at(self):
         older = self.server.send("thread one", "alice")

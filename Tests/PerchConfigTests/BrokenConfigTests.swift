@@ -184,7 +184,7 @@ let brokenCases: [BrokenCase] = [
         "bots/b.yaml:2:7: error: unknown alias '*who': no anchor '&who' is defined before it"),
     .bot(
         "unknown trigger", "name: b\nuser: {uid: x}\nrules:\n  - on: thread_replies\n    do: [delete]\n",
-        "bots/b.yaml:4:9: error: rules[0].on: unknown trigger 'thread_replies'; did you mean 'thread_reply'? (triggers: message, thread_reply, mention, command, pinned, unpinned, edited, deleted, member_joined, schedule, webhook)"
+        "bots/b.yaml:4:9: error: rules[0].on: unknown trigger 'thread_replies'; did you mean 'thread_reply'? (triggers: message, thread_reply, mention, command, pinned, unpinned, edited, deleted, member_joined, reaction_added, reaction_removed, schedule, webhook)"
     ),
     .bot(
         "trigger without its argument", "name: b\nuser: {uid: x}\nrules:\n  - on: command\n    do: [delete]\n",
@@ -196,7 +196,7 @@ let brokenCases: [BrokenCase] = [
     ),
     .bot(
         "unknown action", "name: b\nuser: {uid: x}\nrules:\n  - on: message\n    do:\n      - pinn\n",
-        "bots/b.yaml:6:9: error: rules[0].do[0]: unknown action 'pinn'; did you mean 'pin'? (actions: reply, reply_in_thread, quote_reply, direct_message, pin, unpin, save, subscribe, unsubscribe, delete, kick, ban, plugin)"
+        "bots/b.yaml:6:9: error: rules[0].do[0]: unknown action 'pinn'; did you mean 'pin'? (actions: reply, reply_in_thread, quote_reply, direct_message, pin, unpin, save, react, unreact, subscribe, unsubscribe, delete, kick, ban, plugin)"
     ),
     .bot(
         "action missing text", "name: b\nuser: {uid: x}\nrules:\n  - on: message\n    do:\n      - reply\n",
@@ -303,12 +303,12 @@ let brokenCases: [BrokenCase] = [
     .bot(
         "time zone beside a command",
         "name: b\nuser: {uid: b1}\nrules:\n  - on: {command: x, timezone: UTC}\n    do: [{reply: hi}]\n",
-        "bots/b.yaml:4:22: error: rules[0].on.timezone: unknown key 'timezone' (known keys: command, mention, schedule, webhook)"
+        "bots/b.yaml:4:22: error: rules[0].on.timezone: unknown key 'timezone' (known keys: command, mention, reaction_added, reaction_removed, schedule, webhook)"
     ),
     .bot(
         "conversation beside a command",
         "name: b\nuser: {uid: b1}\nrules:\n  - on: {command: standup, group: general}\n    do: [{reply: hi}]\n",
-        "bots/b.yaml:4:28: error: rules[0].on.group: unknown key 'group' (known keys: command, mention, schedule, webhook)"
+        "bots/b.yaml:4:28: error: rules[0].on.group: unknown key 'group' (known keys: command, mention, reaction_added, reaction_removed, schedule, webhook)"
     ),
     .bot(
         "short webhook secret",
@@ -374,6 +374,34 @@ let brokenCases: [BrokenCase] = [
         "plugin headers without a url",
         "name: b\nuser: {uid: x}\nplugins:\n  - name: k\n    exec: [./k]\n    headers: {X-Token: a}\n",
         "bots/b.yaml:6:14: error: plugins[0].headers: `headers` go with the posts of a plugin with `url`; this one has none"
+    ),
+    // Reactions: as triggers (Slack's reaction_added / reaction_removed) and as actions.
+    .bot(
+        "a reaction with a space in a trigger",
+        "name: b\nuser: {uid: b1}\nrules:\n  - on: {reaction_added: [\"📌\", \"a b\"]}\n    do: [pin]\n",
+        "bots/b.yaml:4:9: error: rules[0].on: 'a b' is no reaction: it must have no spaces or control characters"),
+    .bot(
+        "an empty reaction to make",
+        "name: b\nuser: {uid: b1}\nrules:\n  - on: message\n    do: [{react: \"\"}]\n",
+        "bots/b.yaml:5:10: error: rules[0].do[0]: '' is no reaction: it must be 1–64 bytes of UTF-8"),
+    .bot(
+        "react without its reaction",
+        "name: b\nuser: {uid: b1}\nrules:\n  - on: message\n    do: [react]\n",
+        "bots/b.yaml:5:10: error: rules[0].do[0]: action 'react' needs the reaction: `react: \"👀\"`"),
+    .bot(
+        "react on a join",
+        "name: b\nuser: {uid: b1}\nrules:\n  - on: member_joined\n    do: [{react: \"👋\"}]\n",
+        "bots/b.yaml:5:18: error: rules[0].do[0].react: 'react' acts on a message, and a member_joined event has none (reply, direct_message, kick, ban and plugin act on the member and the group)"
+    ),
+    .bot(
+        "reaction placeholder on a message",
+        "name: b\nuser: {uid: b1}\nrules:\n  - on: message\n    do: [{reply: \"you said {reaction}\"}]\n",
+        "bots/b.yaml:5:18: error: rules[0].do[0].reply: {reaction} is only set for reaction_added and reaction_removed triggers"
+    ),
+    .bot(
+        "text condition on a reaction",
+        "name: b\nuser: {uid: b1}\nrules:\n  - on: reaction_added\n    when: {text_matches: ship}\n    do: [pin]\n",
+        "bots/b.yaml:5:11: error: rules[0].when: text conditions apply to message triggers (message, thread_reply, mention, command, edited)"
     ),
 ]
 

@@ -143,6 +143,52 @@ import Testing
         }
     }
 
+    /// Reactions start rules as Slack's reaction_added and reaction_removed do: the message is the
+    /// one reacted to and the sender whoever reacted, so a moderator's 📌 pins (a participant's does
+    /// not), taking it back unpins, and 🔔 makes whoever reacted follow the thread. The bot's own
+    /// reaction (its ✅) starts nothing.
+    @Test func reactionsAddedAndRemoved() async throws {
+        let rules = """
+              - on: { reaction_added: "📌" }
+                when: { sender_scope: [owner, admin, moderator] }
+                do: [pin, { react: "✅" }]
+              - on: { reaction_removed: "📌" }
+                when: { sender_scope: [owner, admin, moderator] }
+                do: [unpin, { unreact: "✅" }]
+              - on: { reaction_added: ["🔔", "bell"] }
+                do: [{ subscribe: sender }, { direct_message: "{sender.name} follows {message.id} ({reaction})" }]
+              - on: reaction_added
+                do: [{ reply: "{sender.uid} {reaction} on {message.sender}'s" }]
+            """
+        try await withTestHost(config: hostConfig, bots: ["b.yaml": botFile(rules)]) { chat in
+            let message = try await chat.post("ship it", as: "carol", to: .group("room"))
+            func current() async throws -> Message { try await chat.service.message(message.id, as: "alice") }
+            _ = try await chat.service.addReaction("📌", to: message.id, as: "carol")
+            try await chat.settle()
+            #expect(try await current().pinnedAt == 0)
+            _ = try await chat.service.addReaction("📌", to: message.id, as: "bob")
+            try await chat.settle()
+            let pinned = try await current()
+            #expect(pinned.pinnedAt != 0 && pinned.pinnedBy == "bot")
+            #expect(pinned.reactions.map(\.reaction) == ["📌", "✅"])
+            _ = try await chat.service.removeReaction("📌", from: message.id, as: "bob")
+            try await chat.settle()
+            let unpinned = try await current()
+            #expect(unpinned.pinnedAt == 0)
+            #expect(unpinned.reactions == [ReactionCount(reaction: "📌", count: 1)])
+            _ = try await chat.service.addReaction("bell", to: message.id, as: "alice")
+            try await chat.settle()
+            #expect(try await current().threadSubscribed)
+            #expect(try await chat.service.message(message.id, as: "carol").threadSubscribed == false)
+            let notes = try await chat.botMessages(in: .user("bot"), viewer: "alice").compactMap(\.text)
+            #expect(notes == ["Alice follows \(message.id) (bell)"])
+            #expect(
+                try await chat.botMessages(in: .group("room")).compactMap(\.text) == [
+                    "carol 📌 on carol's", "bob 📌 on carol's", "alice bell on carol's",
+                ])
+        }
+    }
+
     @Test func schedulesRunOnTheManualClock() async throws {
         let rules = """
               - name: standup

@@ -26,6 +26,11 @@ public struct ChatEvent: Sendable, Hashable, Codable {
     /// Whose doing the event counts as for a listener that ignores its own messages (a bot): the
     /// reactor of a reaction (to the listener's own message too), else the message's sender.
     public var author: String? { reaction?.uid ?? message?.sender }
+
+    /// Whom a bot's rules call the sender (`{sender...}`, `from`, `sender_scope`, a direct message,
+    /// `subscribe: sender`, a kick): whoever reacted, else the message's sender, else the member of a
+    /// member event.
+    public var senderUid: String? { author ?? member?.uid }
 }
 
 /// A change of group membership: who, by whom, and the scopes involved.

@@ -481,6 +481,12 @@ struct BotValidator {
                 }
             case "args":
                 if case .command = trigger {} else { error(loaded, path, "{args} is only set for command triggers") }
+            case "reaction":
+                switch trigger {
+                case .reactionAdded, .reactionRemoved:
+                    if variable.count != 1 { error(loaded, path, "unknown placeholder; write {reaction}") }
+                default: error(loaded, path, "{reaction} is only set for reaction_added and reaction_removed triggers")
+                }
             default:
                 if variable.count != 1 || !captures.contains(root) {
                     var message = "unknown placeholder '{\(variable.joined(separator: "."))}'"

@@ -18,6 +18,9 @@ public enum Action: Sendable, Equatable {
     case unpin
     /// Save the message for the bot's user.
     case save
+    /// React to the message as the bot (`addReaction`), or take the bot's reaction back.
+    case react(String)
+    case unreact(String)
     /// Subscribe someone to the message's thread (its root when the message is a reply).
     case subscribe(Who)
     case unsubscribe(Who)
@@ -37,8 +40,8 @@ public enum Action: Sendable, Equatable {
     }
 
     public static let names = [
-        "reply", "reply_in_thread", "quote_reply", "direct_message", "pin", "unpin", "save", "subscribe", "unsubscribe",
-        "delete", "kick", "ban", "plugin",
+        "reply", "reply_in_thread", "quote_reply", "direct_message", "pin", "unpin", "save", "react", "unreact",
+        "subscribe", "unsubscribe", "delete", "kick", "ban", "plugin",
     ]
 
     public var name: String {
@@ -50,6 +53,8 @@ public enum Action: Sendable, Equatable {
         case .pin: return "pin"
         case .unpin: return "unpin"
         case .save: return "save"
+        case .react: return "react"
+        case .unreact: return "unreact"
         case .subscribe: return "subscribe"
         case .unsubscribe: return "unsubscribe"
         case .delete: return "delete"
@@ -74,6 +79,7 @@ public enum Action: Sendable, Equatable {
             case .user(let uid): return name + " " + uid
             }
         case .plugin(let plugin): return "plugin " + plugin
+        case .react(let reaction), .unreact(let reaction): return name + " " + reaction
         default: return name
         }
     }
@@ -128,6 +134,13 @@ extension Action: Decodable, ConfigPlaceholder {
             self = .pin(asSystem: options?.asSystem ?? false, whenFull: options?.whenFull ?? .refuse)
         case "unpin": self = .unpin
         case "save": self = .save
+        case "react", "unreact":
+            guard argument != nil else {
+                throw ConfigValueError("action '\(name)' needs the reaction: `\(name): \"👀\"`")
+            }
+            let reaction = try decoder.container(keyedBy: PathKey.self).decode(String.self, forKey: key)
+            try Trigger.checkReaction(reaction)
+            self = name == "react" ? .react(reaction) : .unreact(reaction)
         case "subscribe": self = .subscribe(try who())
         case "unsubscribe": self = .unsubscribe(try who())
         case "delete": self = .delete

@@ -2,7 +2,8 @@
 ///
 /// Placeholders: `{sender.uid}`, `{sender.name}`, `{message.id}`, `{message.text}`,
 /// `{parent.id}`, `{parent.text}`, `{group.guid}`, `{strings.KEY}`, `{args}` (a command's
-/// arguments), `{webhook.FIELD}` (a webhook's JSON body), and `{NAME}` for a named capture of
+/// arguments), `{webhook.FIELD}` (a webhook's JSON body), `{reaction}` (a reaction trigger's
+/// reaction), and `{NAME}` for a named capture of
 /// `text_matches`. `{{` and `}}` are literal braces.
 public struct Template: Sendable, Equatable, Decodable, ConfigPlaceholder {
     public enum Part: Sendable, Equatable {
@@ -16,7 +17,9 @@ public struct Template: Sendable, Equatable, Decodable, ConfigPlaceholder {
     public static var placeholder: Template { Template(source: "", parts: []) }
 
     /// The roots a placeholder may start with; any other single name is a capture.
-    public static let roots: Set<String> = ["sender", "message", "parent", "group", "strings", "webhook", "args"]
+    public static let roots: Set<String> = [
+        "sender", "message", "parent", "group", "strings", "webhook", "args", "reaction",
+    ]
 
     /// A text written out as it is: no placeholders read in it.
     public static func literal(_ text: String) -> Template { Template(source: text, parts: [.literal(text)]) }

@@ -1,3 +1,4 @@
+import PerchChat
 import PerchYAML
 
 /// What starts a rule. Written as a name (`on: thread_reply`) or, for triggers with arguments, a
@@ -16,6 +17,10 @@ public enum Trigger: Sendable, Equatable {
     case edited
     case deleted
     case memberJoined
+    /// Someone's reaction to a message (`onMessageReactionAdded`), any reaction or one of `reactions`.
+    case reactionAdded(reactions: [String])
+    /// Someone taking their reaction back (`onMessageReactionRemoved`), any or one of `reactions`.
+    case reactionRemoved(reactions: [String])
     /// A cron schedule (five fields) posting into one conversation, read on the wall clock of
     /// `timezone` (an IANA name, `Europe/Berlin`; UTC when nil).
     case schedule(cron: String, target: ScheduleTarget, timezone: String? = nil)
@@ -32,7 +37,7 @@ public enum Trigger: Sendable, Equatable {
 
     public static let names = [
         "message", "thread_reply", "mention", "command", "pinned", "unpinned", "edited", "deleted", "member_joined",
-        "schedule", "webhook",
+        "reaction_added", "reaction_removed", "schedule", "webhook",
     ]
 
     /// The trigger's name in a bot file (`on: NAME`, or the key of its mapping).
@@ -47,6 +52,8 @@ public enum Trigger: Sendable, Equatable {
         case .edited: return "edited"
         case .deleted: return "deleted"
         case .memberJoined: return "member_joined"
+        case .reactionAdded: return "reaction_added"
+        case .reactionRemoved: return "reaction_removed"
         case .schedule: return "schedule"
         case .webhook: return "webhook"
         }
@@ -54,7 +61,8 @@ public enum Trigger: Sendable, Equatable {
 
     /// What an event of the trigger carries for its actions and templates.
     public enum Subject: Sendable, Equatable {
-        /// A message and its sender (message, edit, delete, pin triggers).
+        /// A message and its sender (message, edit, delete, pin triggers); for a reaction, the
+        /// message reacted to and whoever reacted.
         case message
         /// A member and their group, no message (`member_joined`).
         case member
@@ -84,6 +92,8 @@ extension Trigger: Decodable, ConfigPlaceholder {
 
     enum CodingKeys: String, CodingKey {
         case mention, command, schedule, webhook, group, user, timezone, secret
+        case reactionAdded = "reaction_added"
+        case reactionRemoved = "reaction_removed"
     }
 
     public init(from decoder: any Decoder) throws {
@@ -98,6 +108,8 @@ extension Trigger: Decodable, ConfigPlaceholder {
             case "edited": self = .edited
             case "deleted": self = .deleted
             case "member_joined": self = .memberJoined
+            case "reaction_added": self = .reactionAdded(reactions: [])
+            case "reaction_removed": self = .reactionRemoved(reactions: [])
             case "command", "schedule", "webhook":
                 throw ConfigValueError("trigger '\(name)' needs an argument: write `on: {\(name): ...}`")
             default:
@@ -110,11 +122,12 @@ extension Trigger: Decodable, ConfigPlaceholder {
         let c = try decoder.container(keyedBy: CodingKeys.self)
         // Asked key by key (`allKeys` would count every key as read, so one the trigger's kind does
         // not take, `group` beside `command`, was silently ignored instead of reported).
-        let present = [CodingKeys.mention, .command, .schedule, .webhook].filter(c.contains).map(\.stringValue)
+        let kinds: [CodingKeys] = [.mention, .command, .reactionAdded, .reactionRemoved, .schedule, .webhook]
+        let present = kinds.filter(c.contains).map(\.stringValue)
         guard present.count == 1 else {
             throw ConfigValueError(
                 present.isEmpty
-                    ? "a trigger mapping names one of mention, command, schedule, webhook"
+                    ? "a trigger mapping names one of \(kinds.map(\.stringValue).joined(separator: ", "))"
                     : "a trigger names one kind, found \(present.joined(separator: " and "))")
         }
         switch present[0] {
@@ -127,6 +140,11 @@ extension Trigger: Decodable, ConfigPlaceholder {
             }
             // Commands match in any case: the name is kept as the parser gives it, in lower case.
             self = .command(name: name.lowercased())
+        case "reaction_added", "reaction_removed":
+            let key = CodingKeys(rawValue: present[0])!
+            let reactions = try c.decode(StringList.self, forKey: key).values
+            for reaction in reactions { try Self.checkReaction(reaction) }
+            self = key == .reactionAdded ? .reactionAdded(reactions: reactions) : .reactionRemoved(reactions: reactions)
         case "webhook":
             let name = try c.decode(String.self, forKey: .webhook)
             let group = try c.decodeIfPresent(String.self, forKey: .group)
@@ -148,6 +166,19 @@ extension Trigger: Decodable, ConfigPlaceholder {
             case (nil, let uid?): self = .schedule(cron: cron, target: .user(uid), timezone: zone)
             default: throw ConfigValueError("a schedule posts into one conversation: give `group` or `user`")
             }
+        }
+    }
+}
+
+extension Trigger {
+    /// Checks a reaction written in a bot file as the chat service checks one (1–64 bytes, no
+    /// spaces or control characters), so a reaction no one can make is a located error at load.
+    static func checkReaction(_ reaction: String) throws {
+        do {
+            try ReactionRules.checkText(reaction)
+        } catch {
+            let reason = error.params["reason"]?.description ?? error.message
+            throw ConfigValueError("'\(reaction)' is no reaction: it \(reason)")
         }
     }
 }

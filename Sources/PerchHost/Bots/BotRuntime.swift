@@ -107,11 +107,11 @@ final class BotRuntime: Sendable {
     func lookUp(_ facts: inout Facts, sender: Bool, scope: Bool, parent: Bool) async {
         let event = facts.event
         let message = event.message
-        if sender, facts.sender == nil, let uid = message?.sender ?? event.member?.uid {
+        if sender, facts.sender == nil, let uid = event.senderUid {
             facts.sender = try? await service.user(uid)
         }
-        if scope, facts.senderScope == nil, let message, message.receiverType == .group {
-            facts.senderScope = try? await service.scope(of: message.sender, in: message.receiverUid)
+        if scope, facts.senderScope == nil, let message, message.receiverType == .group, let uid = event.senderUid {
+            facts.senderScope = try? await service.scope(of: uid, in: message.receiverUid)
         }
         if parent, facts.parent == nil, let message, message.isReply {
             facts.parent = try? await service.message(message.parentMessageId, as: identity.uid)
@@ -199,6 +199,10 @@ final class BotRuntime: Sendable {
         case .deleted: guard event.name == .messageDeleted else { return nil }
         case .memberJoined:
             guard event.name == .groupMemberJoined || event.name == .memberAddedToGroup else { return nil }
+        case .reactionAdded(let reactions):
+            guard event.name == .messageReactionAdded, Self.isReaction(event, oneOf: reactions) else { return nil }
+        case .reactionRemoved(let reactions):
+            guard event.name == .messageReactionRemoved, Self.isReaction(event, oneOf: reactions) else { return nil }
         case .schedule, .webhook: return nil
         }
         guard holds(rule.conditions, facts) else { return nil }
@@ -211,6 +215,12 @@ final class BotRuntime: Sendable {
             captures.merge(match.named) { _, new in new }
         }
         return captures
+    }
+
+    /// Whether the event's reaction is one of `reactions` (any, when they are empty).
+    static func isReaction(_ event: ChatEvent, oneOf reactions: [String]) -> Bool {
+        guard let reaction = event.reaction else { return false }
+        return reactions.isEmpty || reactions.contains(reaction.reaction)
     }
 
     /// Whether the conditions on the conversation and the sender hold (not those on the text).
@@ -226,7 +236,7 @@ final class BotRuntime: Sendable {
             guard let receiverType, (receiverType == .user) == oneOnOne else { return false }
         }
         if let from = conditions.from {
-            guard let sender = message?.sender ?? event.member?.uid, from.contains(sender) else { return false }
+            guard let sender = event.senderUid, from.contains(sender) else { return false }
         }
         if let scopes = conditions.senderScope {
             guard let scope = facts.senderScope, scopes.contains(scope) else { return false }
@@ -336,12 +346,14 @@ final class BotRuntime: Sendable {
             case .pin(let asSystem, let whenFull): try await context.pin(asSystem: asSystem, whenFull: whenFull)
             case .unpin: try await context.unpin()
             case .save: try await context.save()
+            case .react(let reaction): try await context.react(reaction)
+            case .unreact(let reaction): try await context.unreact(reaction)
             case .subscribe(let who), .unsubscribe(let who):
                 // Seed 001's gate: closed, no subscription call is made through the host.
                 guard bot.threadSubscriptionEnabled else { return }
                 let uid: String? = {
                     switch who {
-                    case .sender: return context.message?.sender
+                    case .sender: return context.event.senderUid
                     case .`self`: return identity.uid
                     case .user(let uid): return uid
                     }
@@ -417,6 +429,7 @@ final class BotRuntime: Sendable {
                 return context.message?.receiverType == .group
                     ? context.message?.receiverUid : context.event.member?.guid
             case "strings": return context.strings[path.dropFirst().joined(separator: ".")]
+            case "reaction": return context.event.reaction?.reaction
             case "webhook":
                 var value = context.webhook
                 for key in path.dropFirst() { value = value?[key] }

@@ -16,7 +16,7 @@ public final class BotContext: Sendable {
     public let message: Message?
     /// The thread's root when the message is a thread reply.
     public let parent: Message?
-    /// The sender's user, when known.
+    /// The sender's user, when known: on a reaction, whoever reacted; on a member event, the member.
     public let sender: User?
     /// Named captures of `text_matches`, and `args` for commands.
     public let captures: [String: String]
@@ -95,7 +95,7 @@ public final class BotContext: Sendable {
         try await runtime.send(try draft(.quoteReply, text), context: self)
     }
 
-    /// Sends `text` one-on-one to the message's sender.
+    /// Sends `text` one-on-one to the sender (on a reaction, whoever reacted).
     @discardableResult
     public func directMessage(_ text: String) async throws(ChatError) -> Message {
         try await runtime.send(try draft(.directMessage, text), context: self)
@@ -108,7 +108,7 @@ public final class BotContext: Sendable {
     func draft(_ answer: Answer, _ text: String) throws(ChatError) -> MessageDraft {
         switch answer {
         case .directMessage:
-            guard let sender = message?.sender ?? event.member?.uid else {
+            guard let sender = event.senderUid else {
                 throw .badRequest("message", "this event has no sender")
             }
             return MessageDraft(to: .user(sender), text: text)
@@ -213,7 +213,7 @@ public final class BotContext: Sendable {
     private func changeSubscription(_ uid: String?, _ parentMessageId: Int64?, subscribe: Bool) async throws(ChatError)
         -> Message
     {
-        guard let who = uid ?? message?.sender else { throw .badRequest("uid", "nobody to subscribe") }
+        guard let who = uid ?? event.senderUid else { throw .badRequest("uid", "nobody to subscribe") }
         guard let root = parentMessageId ?? message.map(ThreadRules.threadRoot) else {
             throw .badRequest("parentMessageId", "no thread")
         }
@@ -239,7 +239,7 @@ public final class BotContext: Sendable {
         }
     }
 
-    /// Kicks the sender (on `member_joined`, the member) from the group.
+    /// Kicks the sender (on a reaction, whoever reacted; on `member_joined`, the member) from the group.
     public func kick() async throws(ChatError) {
         let (uid, guid) = try memberAtStake()
         do {
@@ -251,7 +251,7 @@ public final class BotContext: Sendable {
         }
     }
 
-    /// Bans the sender (on `member_joined`, the member) from the group.
+    /// Bans the sender (on a reaction, whoever reacted; on `member_joined`, the member) from the group.
     public func ban() async throws(ChatError) {
         let (uid, guid) = try memberAtStake()
         try await runtime.act(context: self, limited: false) { service in
@@ -259,12 +259,12 @@ public final class BotContext: Sendable {
         }
     }
 
-    /// Whom a kick or a ban removes, from which group: a group message's sender, or the member of a
-    /// group member event (`member_joined`).
+    /// Whom a kick or a ban removes, from which group: a group message's sender (whoever reacted,
+    /// on a reaction), or the member of a group member event (`member_joined`).
     func memberAtStake() throws(ChatError) -> (uid: String, guid: String) {
         if let message {
             guard message.receiverType == .group else { throw .badRequest("message", "not a group message") }
-            return (message.sender, message.receiverUid)
+            return (event.senderUid ?? message.sender, message.receiverUid)
         }
         guard let member = event.member else { throw .badRequest("message", "this event has no message or member") }
         return (member.uid, member.guid)

@@ -90,6 +90,31 @@ import Testing
             ])
     }
 
+    /// A refused trigger is one finding: the rule's actions, placeholders and `help` are not checked
+    /// against the `message` trigger that stands in for it (`{args}` beside a refused command name
+    /// was reported as "only set for command triggers"), while the checks that need no trigger
+    /// still run (`{sender.nmae}`).
+    @Test func aRefusedTriggerIsOneFindingNotItsActionsToo() throws {
+        let bot = """
+            name: x
+            user: {uid: x}
+            rules:
+              - on: {command: "two words"}
+                help: does two things
+                do: [{reply: "{args}"}]
+              - on: {reaction_added: "a b"}
+                do: [{quote_reply: "{reaction} {sender.nmae}"}]
+            """
+        let fixture = try ConfigFixture(bots: ["x.yaml": bot])
+        defer { fixture.cleanup() }
+        #expect(
+            fixture.load().findings.filter { $0.location.file.hasSuffix("x.yaml") }.map(\.description) == [
+                "bots/x.yaml:4:9: error: rules[0].on: a command name is one word, found 'two words'",
+                "bots/x.yaml:7:9: error: rules[1].on: 'a b' is no reaction: it must have no spaces or control characters",
+                "bots/x.yaml:8:24: error: rules[1].do[0].quote_reply: unknown placeholder '{sender.nmae}'; sender has {sender.name}, {sender.uid}",
+            ])
+    }
+
     /// A plugin reached over HTTP is posted only its `plugin:` actions: one no rule calls is never
     /// posted to, and `perch check` says so.
     @Test func aURLPluginNoRuleCallsIsAWarning() throws {

@@ -233,6 +233,10 @@ struct BotValidator {
         let bot = loaded.bot
         let rule = bot.rules[index]
         let path = "rules[\(index)]"
+        // A trigger that decoding refused stands in as `message`: the checks of the rule against its
+        // trigger would only add findings about that stand-in (`{args}` is only set for command
+        // triggers, beside a command name that was refused), so they stand down.
+        let trigger = loaded.refused.covers(path + ".on") ? nil : rule.trigger
         switch rule.trigger {
         case .mention(let uids):
             for (position, uid) in uids.enumerated() where !isKnownUser(uid) {
@@ -288,7 +292,7 @@ struct BotValidator {
                 loaded, item(loaded, path + ".when.from", position),
                 unknown("user", uid, among: knownUsers, where: "not seeded and not a bot"))
         }
-        neverFires(loaded, rule, at: path)
+        if trigger != nil { neverFires(loaded, rule, at: path) }
         var captures: Set<String> = []
         if let pattern = conditions.textMatches {
             do {
@@ -311,7 +315,7 @@ struct BotValidator {
                 "text conditions apply to message triggers (message, thread_reply, mention, command, edited)")
         }
         if rule.actions.isEmpty { error(loaded, path + ".do", "a rule needs at least one action") }
-        if let help = rule.help {
+        if let help = rule.help, trigger != nil {
             if case .command = rule.trigger {
                 if help.allSatisfy(\.isWhitespace) {
                     error(loaded, path + ".help", "`help` is empty: say in a few words what the command does")
@@ -342,13 +346,13 @@ struct BotValidator {
             default:
                 break
             }
-            if let reason = Self.unservable(action, by: rule.trigger) {
+            if let trigger, let reason = Self.unservable(action, by: trigger) {
                 let written = actionPath + "." + action.name
                 error(loaded, loaded.locations.contains(written) ? written : actionPath, reason)
             }
             if let template = action.template {
                 validateTemplate(
-                    loaded, template, at: actionPath + "." + action.name, captures: captures, trigger: rule.trigger)
+                    loaded, template, at: actionPath + "." + action.name, captures: captures, trigger: trigger)
             }
         }
     }
@@ -444,7 +448,7 @@ struct BotValidator {
 
     mutating func validateTemplate(
         _ loaded: LoadedBot, _ template: Template, at path: String, captures: Set<String>,
-        trigger: Trigger
+        trigger: Trigger?
     ) {
         for variable in template.variables {
             let root = variable[0]
@@ -458,7 +462,7 @@ struct BotValidator {
                             "string", key, among: Set(config.strings.entries.keys), where: "not in the strings table"))
                 }
             case "sender", "message", "parent":
-                if trigger.subject == .nothing || (trigger.subject == .member && root != "sender") {
+                if let trigger, trigger.subject == .nothing || (trigger.subject == .member && root != "sender") {
                     let event = "a \(trigger.name) " + (trigger.subject == .member ? "event" : "rule")
                     error(loaded, path, "{\(variable.joined(separator: "."))} is not set: \(event) has no \(root)")
                     continue
@@ -475,16 +479,19 @@ struct BotValidator {
                     error(loaded, path, "unknown placeholder; write {group.guid}")
                 }
             case "webhook":
-                if case .webhook = trigger {
-                } else {
-                    error(loaded, path, "{webhook...} is only set for webhook triggers")
+                switch trigger {
+                case .webhook?, nil: break
+                default: error(loaded, path, "{webhook...} is only set for webhook triggers")
                 }
             case "args":
-                if case .command = trigger {} else { error(loaded, path, "{args} is only set for command triggers") }
-            case "reaction":
                 switch trigger {
-                case .reactionAdded, .reactionRemoved:
-                    if variable.count != 1 { error(loaded, path, "unknown placeholder; write {reaction}") }
+                case .command?, nil: break
+                default: error(loaded, path, "{args} is only set for command triggers")
+                }
+            case "reaction":
+                if variable.count != 1 { error(loaded, path, "unknown placeholder; write {reaction}") }
+                switch trigger {
+                case .reactionAdded?, .reactionRemoved?, nil: break
                 default: error(loaded, path, "{reaction} is only set for reaction_added and reaction_removed triggers")
                 }
             default:

@@ -97,12 +97,13 @@ public struct TestChat: Sendable {
                 _ = try await waitFor(
                     timeout: deadline - ContinuousClock.now, "bot \(name) to handle events to \(latest)"
                 ) {
-                    let cursor = try await self.service.cursor(consumer: "bot:\(name)")
+                    let cursor = try await self.service.cursor(consumer: BotIdentity.session(of: name))
                     if cursor >= latest { return true }
                     // A bot sleeps through the events it cannot see (other rooms') and its own
-                    // messages (not others' reactions to them), and saves no cursor for them: it is
+                    // doing (not others' reactions to its messages), and saves no cursor for them: it is
                     // done when none after its saved cursor is one it would handle.
-                    let page = try await self.service.events(for: uid, after: cursor, limit: 10_000)
+                    let page = try await self.service.events(
+                        for: uid, session: BotIdentity.session(of: name), after: cursor, limit: 10_000)
                     let handled = page.events.contains { $0.author != uid }
                     return !handled && !page.isFull && page.scannedThrough >= latest ? true : nil
                 }

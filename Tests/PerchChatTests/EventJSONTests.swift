@@ -46,6 +46,9 @@ import Testing
                 seq: 14, name: .messageReactionRemoved, conversationId: "group_g", createdAt: 14,
                 message: message.withoutViewerFields,
                 reaction: Reaction(id: 3, messageId: 42, reaction: "👍🏽", uid: "bob", reactedAt: 14)),
+            ChatEvent(
+                seq: 15, name: .messageUnpinned, conversationId: "group_g", createdAt: 15,
+                message: message.withoutViewerFields, actor: "al\"ice"),
         ]
     }
 

@@ -48,3 +48,47 @@ struct ReactingPlugin: BotPlugin {
         try await context.reply("\(reaction.uid) took back \(reaction.reaction)")
     }
 }
+
+/// A plugin hears what others do to messages, with who did it (`event.actor`), and never its own
+/// doing; saves are the bot user's own, so it hears those made elsewhere (the web chat, as the bot)
+/// and not those its own context made.
+@Suite struct OwnDoingHostTests {
+    @Test func aPluginHearsOthersPinsAndSavesFromElsewhereNotItsOwn() async throws {
+        let (bot, registry) = pluginBot(BookmarkingPlugin.self, on: "bm")
+        try await withTestHost(config: hostConfig, bots: ["b.yaml": bot], registry: registry) { chat in
+            let command = try await chat.post("bm keep", as: "carol", to: .group("room"))
+            try await chat.settle()
+            // The plugin saved and pinned carol's command, and heard neither.
+            #expect(try await chat.service.message(command.id, as: "bot").savedAt != 0)
+            #expect(try await chat.service.message(command.id, as: "bot").pinnedBy == "bot")
+            #expect(try await chat.botMessages(in: .group("room")).isEmpty)
+            // The bot user's save from another session, and bob's unpin, are heard.
+            let other = try await chat.post("later", as: "carol", to: .group("room"))
+            _ = try await chat.service.save(other.id, as: "bot", session: "web")
+            _ = try await chat.service.unpin(command.id, as: "bob")
+            #expect(
+                try await chat.botMessages(in: .group("room")).compactMap(\.text) == [
+                    "bot saved later", "bob unpinned bm keep",
+                ])
+        }
+    }
+}
+
+/// Saves and pins a command; tells the saves and unpins it hears, and who made them.
+struct BookmarkingPlugin: BotPlugin {
+    static let name = "bookmarking"
+    init(configuration: NoConfiguration) throws {}
+
+    func handle(_ context: BotContext) async throws {
+        try await context.save()
+        try await context.pin()
+    }
+
+    func onMessageSaved(_ context: BotContext) async throws {
+        try await context.reply("\(context.event.actor ?? "?") saved \(context.message?.text ?? "")")
+    }
+
+    func onMessageUnpinned(_ context: BotContext) async throws {
+        try await context.reply("\(context.event.actor ?? "?") unpinned \(context.message?.text ?? "")")
+    }
+}

@@ -127,6 +127,52 @@ import Testing
         }
     }
 
+    /// A pin, unpin or deletion is its doer's, not the message's author's: someone pinning, unpinning
+    /// or deleting the bot's own message starts its rules, and the bot's own pin as app_system and
+    /// its own unpin do not (they did both: the first was taken for the bot's own message, the
+    /// others for someone else's doing, since the message's pinnedBy read app_system or nothing).
+    @Test func pinsAndDeletionsAreTheirDoersNotTheAuthors() async throws {
+        let rules = """
+              - on: { command: announce }
+                do: [{ pin: { as: app_system } }]
+              - on: { command: notice }
+                do: [{ reply: "notice" }]
+              - on: { reaction_added: "❌" }
+                do: [unpin]
+              - on: pinned
+                do: [{ reply: "pinned {message.text} by {sender.uid}'s" }]
+              - on: unpinned
+                do: [{ reply: "unpinned {message.text}" }]
+              - on: deleted
+                do: [{ reply: "deleted {message.id}" }]
+            """
+        try await withTestHost(config: hostConfig, bots: ["b.yaml": botFile(rules)]) { chat in
+            let announcement = try await chat.post("!announce", as: "carol", to: .group("room"))
+            try await chat.settle()
+            #expect(try await chat.service.message(announcement.id, as: "alice").pinnedBy == User.system)
+            try await chat.post("!notice", as: "carol", to: .group("room"))
+            let notice = try #require(try await chat.botMessages(in: .group("room")).first { $0.text == "notice" })
+            _ = try await chat.service.pin(notice.id, as: "bob")
+            try await chat.settle()
+            _ = try await chat.service.unpin(notice.id, as: "bob")
+            try await chat.settle()
+            let plain = try await chat.post("plain", as: "carol", to: .group("room"))
+            _ = try await chat.service.pin(plain.id, as: "bob")
+            try await chat.settle()
+            _ = try await chat.service.addReaction("❌", to: plain.id, as: "bob")
+            try await chat.settle()
+            #expect(try await chat.service.message(plain.id, as: "alice").pinnedAt == 0)
+            _ = try await chat.service.delete(notice.id, as: "bob")
+            // The deleted notice has no text left.
+            let texts = try await chat.botMessages(in: .group("room")).compactMap(\.text)
+            #expect(
+                texts == [
+                    "pinned notice by bot's", "unpinned notice", "pinned plain by carol's",
+                    "deleted \(notice.id)",
+                ])
+        }
+    }
+
     /// A kick or a ban on `member_joined` removes the member who joined (there is no message).
     @Test func aMemberJoinedRuleBansTheMember() async throws {
         let rules = """

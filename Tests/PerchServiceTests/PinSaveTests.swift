@@ -370,8 +370,36 @@ private func pinnedPages(_ chat: ChatFixture, _ first: MessagesRequest, as viewe
                 let events = try await chat.service.events(for: uid, after: before).events
                 #expect(events.map(\.name) == [.messagePinned, .messageUnpinned], "\(uid)")
                 #expect(events.first?.message?.pinnedBy == "carol")
+                // Who unpinned is in the event alone: the message's pinnedBy is cleared.
+                #expect(events.map(\.actor) == ["carol", "bob"])
+                #expect(events.map(\.author) == ["carol", "bob"])
             }
             #expect(try await chat.service.events(for: "erin", after: before).events.isEmpty)
+        }
+    }
+
+    /// A pin as app_system names the bot behind it as the event's actor, while the message reads
+    /// `pinnedBy == "app_system"`; edits, deletions and saves name whoever made them, and the
+    /// message's sender is then not the event's author.
+    @Test func eventsNameWhoeverActed() async throws {
+        try await withChat { chat in
+            let message = try await chat.say("m", as: "dave")
+            let before = try await chat.store.latestEventSequence()
+            let pinned = try await chat.service.pin(message.id, as: User.system, by: "carol")
+            #expect(pinned.pinnedBy == User.system)
+            _ = try await chat.service.edit(message.id, text: "n", as: "dave")
+            _ = try await chat.service.save(message.id, as: "bob")
+            _ = try await chat.service.delete(message.id, as: "bob")
+            let events = try await chat.service.events(for: "bob", after: before).events
+            #expect(events.map(\.name) == [.messagePinned, .messageEdited, .messageSaved, .messageDeleted])
+            #expect(events.map(\.actor) == ["carol", "dave", "bob", "bob"])
+            // A save is no one's doing for a listener ignoring its own: the saver's other sessions
+            // are to hear it.
+            #expect(events.map(\.author) == ["carol", "dave", nil, "bob"])
+            #expect(events.allSatisfy { $0.senderUid == "dave" })
+            // The JSON the log keeps reads back with its actor.
+            let decoded = try events.map { try ChatEvent(json: $0.json) }
+            #expect(decoded == events)
         }
     }
 

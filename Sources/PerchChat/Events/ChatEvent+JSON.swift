@@ -265,6 +265,10 @@ public struct JSONWriter {
             key("reaction", first: &first)
             self.reaction(reaction)
         }
+        if let actor = e.actor {
+            key("actor", first: &first)
+            string(actor)
+        }
         raw("}")
     }
 

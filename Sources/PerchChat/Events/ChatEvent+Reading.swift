@@ -13,6 +13,7 @@ extension JSONReader {
             case "message": event.message = reader.null() ? nil : try reader.message()
             case "member": event.member = reader.null() ? nil : try reader.memberChange()
             case "reaction": event.reaction = reader.null() ? nil : try reader.reaction()
+            case "actor": event.actor = reader.null() ? nil : try reader.string()
             default: try reader.skip()
             }
         }

@@ -9,10 +9,15 @@ public struct ChatEvent: Sendable, Hashable, Codable {
     public var member: MemberChange?
     /// The reaction added or taken back (`onMessageReactionAdded`, `onMessageReactionRemoved`).
     public var reaction: Reaction?
+    /// Who did it, where the message does not say: the editor, the deleter, who pinned or unpinned
+    /// (the bot behind a pin as `app_system`), who saved or unsaved. nil on new messages (their
+    /// sender did it), reactions and member changes (they name their own), and on events logged
+    /// before Perch recorded it.
+    public var actor: String?
 
     public init(
         seq: Int64 = 0, name: EventName, conversationId: String, createdAt: Int64, message: Message? = nil,
-        member: MemberChange? = nil, reaction: Reaction? = nil
+        member: MemberChange? = nil, reaction: Reaction? = nil, actor: String? = nil
     ) {
         self.seq = seq
         self.name = name
@@ -21,16 +26,23 @@ public struct ChatEvent: Sendable, Hashable, Codable {
         self.message = message
         self.member = member
         self.reaction = reaction
+        self.actor = actor
     }
 
-    /// Whose doing the event counts as for a listener that ignores its own messages (a bot): the
-    /// reactor of a reaction (to the listener's own message too), else the message's sender.
-    public var author: String? { reaction?.uid ?? message?.sender }
+    /// Whose doing the event is, for a listener that ignores its own (a bot): the reactor of a
+    /// reaction, else the event's ``actor`` (a pin of the listener's own message by someone else is
+    /// theirs), else the message's sender. A save or unsave has none: it reaches only the saver,
+    /// whose other sessions are to hear it, and the session it came from is left out by session.
+    public var author: String? {
+        if let reaction { return reaction.uid }
+        if name == .messageSaved || name == .messageUnsaved { return nil }
+        return actor ?? message?.sender
+    }
 
     /// Whom a bot's rules call the sender (`{sender...}`, `from`, `sender_scope`, a direct message,
-    /// `subscribe: sender`, a kick): whoever reacted, else the message's sender, else the member of a
-    /// member event.
-    public var senderUid: String? { author ?? member?.uid }
+    /// `subscribe: sender`, a kick): whoever reacted, else the message's sender (of a pinned, edited
+    /// or deleted message too), else the member of a member event.
+    public var senderUid: String? { reaction?.uid ?? message?.sender ?? member?.uid }
 }
 
 /// A change of group membership: who, by whom, and the scopes involved.

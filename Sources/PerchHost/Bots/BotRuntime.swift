@@ -64,13 +64,11 @@ final class BotRuntime: Sendable {
     /// Whether the bot hears this event at all: never its own doing; in groups, `hears` decides
     /// which new messages reach it.
     func hears(_ event: ChatEvent) -> Bool {
-        // A reaction is its reactor's doing: a reaction to the bot's own message is heard.
+        // A reaction, pin, edit or deletion is its doer's: one of the bot's own message by someone
+        // else is heard, and its own pin as app_system is not.
         if event.author == identity.uid { return false }
         if event.reaction != nil { return true }
         if let member = event.member, member.actor == identity.uid || member.uid == identity.uid { return false }
-        if event.name == .messagePinned || event.name == .messageUnpinned {
-            if event.message?.pinnedBy == identity.uid { return false }
-        }
         guard let message = event.message, message.receiverType == .group,
             event.name.isNewMessage || event.name == .messageEdited
         else { return true }

@@ -27,7 +27,7 @@ extension BotHost {
         do {
             // A running bot may sleep through other rooms' events for longer than the retention
             // without saving its cursor; it is here, so it holds the log back.
-            try await service.keepCursors(consumers.keys.sorted().map { "bot:\($0)" })
+            try await service.keepCursors(consumers.keys.sorted().map(BotIdentity.session(of:)))
             let pruned = try await service.pruneEventLog(olderThan: Int64(days) * 86_400)
             metrics.increment("perch_events_pruned_total", by: Double(pruned.events))
             metrics.increment("perch_notifications_pruned_total", by: Double(pruned.outbox))

@@ -262,13 +262,13 @@ public actor BotHost {
             return
         }
         let starting = fresh.keys.filter { consumers[$0] == nil }.sorted()
-        for name in starting where try await service.cursor(consumer: "bot:\(name)") == 0 {
-            try await service.acknowledge(consumer: "bot:\(name)", seq: latest)
+        for name in starting where try await service.cursor(consumer: BotIdentity.session(of: name)) == 0 {
+            try await service.acknowledge(consumer: BotIdentity.session(of: name), seq: latest)
         }
         // A bot about to start keeps its cursor as it is saved now (one write for them all): the
         // retention prunes no event a bot that saved its cursor within it has not handled, and a
         // bot back after a long stop is one. A running bot saves its own.
-        try await service.keepCursors(starting.map { "bot:\($0)" })
+        try await service.keepCursors(starting.map(BotIdentity.session(of:)))
         for name in fresh.keys where consumers[name] == nil {
             consumers[name] = Task(executorPreference: options.executor) { [weak self] in
                 await self?.consume(bot: name, service: service)
@@ -307,7 +307,7 @@ public actor BotHost {
     /// message on its critical path): a crash replays at most that much, and replays change
     /// nothing (sends carry deterministic muids, the other actions are idempotent).
     nonisolated func consume(bot name: String, service: ChatService) async {
-        let consumer = "bot:\(name)"
+        let consumer = BotIdentity.session(of: name)
         var cursor = (try? await service.cursor(consumer: consumer)) ?? 0
         var acknowledged = cursor
         var acknowledgedAt = options.monotonic()
@@ -322,7 +322,8 @@ public actor BotHost {
         while !Task.isCancelled {
             guard let runtime = runtimes.withLock({ $0[name] }) else { break }
             do {
-                let page = try await service.events(for: runtime.identity.uid, after: cursor, limit: Self.pageSize)
+                let page = try await service.events(
+                    for: runtime.identity.uid, session: consumer, after: cursor, limit: Self.pageSize)
                 if let missed = page.missed {
                     // Gone for longer than the retention: what it missed is not there to handle.
                     options.logger.warning(
@@ -359,7 +360,7 @@ public actor BotHost {
                     continue
                 }
                 await service.waitForEvents(
-                    after: cursor, for: runtime.identity.uid, ignoringOwnMessages: true,
+                    after: cursor, for: runtime.identity.uid, session: consumer, ignoringOwnMessages: true,
                     endingAtTick: acknowledged < cursor)
             } catch {
                 guard !Task.isCancelled else { break }

@@ -158,7 +158,8 @@ public final class BotContext: Sendable {
             throw ChatError(.permissionDenied, ["reason": "only bots with system: true pin as app_system"])
         }
         return try await runtime.act(context: self) { service in
-            try await service.pin(message.id, as: asSystem ? User.system : self.bot.uid, whenFull: whenFull)
+            try await service.pin(
+                message.id, as: asSystem ? User.system : self.bot.uid, by: self.bot.uid, whenFull: whenFull)
         }
     }
 
@@ -172,7 +173,9 @@ public final class BotContext: Sendable {
     @discardableResult
     public func save() async throws(ChatError) -> Message {
         guard let message else { throw .badRequest("message", "this event has no message") }
-        return try await runtime.act(context: self) { service in try await service.save(message.id, as: self.bot.uid) }
+        return try await runtime.act(context: self) { service in
+            try await service.save(message.id, as: self.bot.uid, session: self.bot.session)
+        }
     }
 
     /// Reacts to the message as the bot (`addReaction`); reacting again so changes nothing.
@@ -276,6 +279,13 @@ public struct BotIdentity: Sendable, Hashable {
     public var name: String
     public var uid: String
     public var system: Bool
+
+    /// The session the bot reads its events as, and the name its cursor is saved under: the
+    /// bot's own saves leave it out, as a client's leave out the session that made them, while the
+    /// bot user's saves from elsewhere (the web chat, as the bot) reach it.
+    public var session: String { Self.session(of: name) }
+
+    public static func session(of name: String) -> String { "bot:\(name)" }
 }
 
 /// A bot's own key-value store, persisted in the chat database.

@@ -178,7 +178,7 @@ extension ChatService {
             try tx.updateMessage(message!)
             let event = ChatEvent(
                 name: .messageEdited, conversationId: message!.conversationId, createdAt: now,
-                message: try Self.decorateLive(tx, message!))
+                message: try Self.decorateLive(tx, message!), actor: editor)
             _ = try tx.appendEvent(event, audience: Self.audience(of: message!))
             return try Self.decorate(tx, [message!], for: editor)[0]
         }
@@ -212,7 +212,7 @@ extension ChatService {
             try Self.afterDelete(tx, message, at: now)
             let event = ChatEvent(
                 name: .messageDeleted, conversationId: message.conversationId, createdAt: now,
-                message: try Self.decorateLive(tx, message))
+                message: try Self.decorateLive(tx, message), actor: deleter)
             _ = try tx.appendEvent(event, audience: Self.audience(of: message))
             return try Self.decorate(tx, [message], for: deleter)[0]
         }

@@ -9,40 +9,45 @@ extension ChatService {
 
     /// Pins a message for everyone in its conversation. Re-pinning is idempotent: the message stays
     /// pinned (keeping its first `pinnedAt`) and the caller becomes `pinnedBy`. Pinning as
-    /// `app_system` (the host does so for bots with `system: true`) reads `pinnedBy == "app_system"`.
+    /// `app_system` (the host does so for bots with `system: true`) reads `pinnedBy == "app_system"`;
+    /// `actor` names who did it in the events' ``ChatEvent/actor`` (the bot behind a system pin;
+    /// by default `identity`).
     /// - Throws: `ERR_FEATURE_NOT_ACCESSIBLE`, `ERR_MESSAGE_ID_NOT_FOUND`, `ERR_MESSAGE_NO_ACCESS`,
     ///   `ERR_MESSAGE_ACTION_NOT_ALLOWED`, `ERR_PERMISSION_DENIED`, `ERR_PINNED_MESSAGES_LIMIT_EXCEEDED {limit}`.
     ///
     /// With `whenFull: .unpinOldest` a conversation at its limit makes room instead of refusing: the
-    /// oldest pins `actor` made there are unpinned (each announced as `onMessageUnpinned`) in the
-    /// same transaction, so the conversation keeps its newest pins. Pins made by anyone else stay;
-    /// when `actor`'s own do not make room, the pin is refused and nothing is unpinned.
-    public func pin(_ id: Int64, as actor: String, whenFull: PinOverflow = .refuse) async throws(ChatError) -> Message {
+    /// oldest pins made as `identity` there are unpinned (each announced as `onMessageUnpinned`) in
+    /// the same transaction, so the conversation keeps its newest pins. Pins made by anyone else
+    /// stay; when `identity`'s own do not make room, the pin is refused and nothing is unpinned.
+    public func pin(_ id: Int64, as identity: String, by actor: String? = nil, whenFull: PinOverflow = .refuse)
+        async throws(ChatError) -> Message
+    {
         guard settings.pinEnabled else { throw ChatError(.featureNotAccessible, ["feature": "pin"]) }
         let now = clock.now()
         let limit = settings.pinsPerConversation
+        let actor = actor ?? identity
         return try await writing { tx in
-            var (message, who) = try Self.lookup(tx, id, by: actor)
+            var (message, who) = try Self.lookup(tx, id, by: identity)
             try PinRules.checkPin(message, id: id, by: who)
             var count = try tx.pinnedCount(conversationId: message!.conversationId)
             let release = PinRules.pinsToRelease(pinned: count, limit: limit, alreadyPinned: message!.isPinned)
             if whenFull == .unpinOldest, release > 0 {
                 for var old in try tx.oldestPinnedMessages(
-                    conversationId: message!.conversationId, pinnedBy: actor, limit: release)
+                    conversationId: message!.conversationId, pinnedBy: identity, limit: release)
                 {
                     old.pinnedAt = 0
                     old.pinnedBy = ""
                     try tx.updateMessage(old)
-                    try Self.announce(tx, .messageUnpinned, old, at: now)
+                    try Self.announce(tx, .messageUnpinned, old, by: actor, at: now)
                     count -= 1
                 }
             }
             try PinRules.checkPinLimit(pinned: count, limit: limit, alreadyPinned: message!.isPinned)
             if !message!.isPinned { message!.pinnedAt = now }
-            message!.pinnedBy = actor
+            message!.pinnedBy = identity
             try tx.updateMessage(message!)
-            try Self.announce(tx, .messagePinned, message!, at: now)
-            return try Self.decorate(tx, [message!], for: actor)[0]
+            try Self.announce(tx, .messagePinned, message!, by: actor, at: now)
+            return try Self.decorate(tx, [message!], for: identity)[0]
         }
     }
 
@@ -59,7 +64,7 @@ extension ChatService {
                 message!.pinnedAt = 0
                 message!.pinnedBy = ""
                 try tx.updateMessage(message!)
-                try Self.announce(tx, .messageUnpinned, message!, at: now)
+                try Self.announce(tx, .messageUnpinned, message!, by: actor, at: now)
             }
             return try Self.decorate(tx, [message!], for: actor)[0]
         }
@@ -80,7 +85,7 @@ extension ChatService {
             try PinRules.checkSaveLimit(saved: try tx.liveSaveCount(uid: uid), limit: limit, alreadySaved: already)
             if !already {
                 try tx.setSaved(uid: uid, messageId: id, at: now)
-                try Self.announcePrivately(tx, .messageSaved, message!, to: uid, except: session, at: now)
+                try Self.announcePrivately(tx, .messageSaved, message!, by: uid, except: session, at: now)
             }
             return try Self.decorate(tx, [message!], for: uid)[0]
         }
@@ -96,7 +101,7 @@ extension ChatService {
             try AccessRules.checkRead(try Self.participation(tx, uid: uid, towards: message), messageId: id)
             if try tx.savedAt(uid: uid, messageIds: [id])[id] != nil {
                 try tx.setSaved(uid: uid, messageId: id, at: nil)
-                try Self.announcePrivately(tx, .messageUnsaved, message, to: uid, except: session, at: now)
+                try Self.announcePrivately(tx, .messageUnsaved, message, by: uid, except: session, at: now)
             }
             return try Self.decorate(tx, [message], for: uid)[0]
         }
@@ -155,21 +160,23 @@ extension ChatService {
     /// Appends a conversation-wide event about `message` (and the reaction it is about).
     static func announce(
         _ tx: any ChatWriteTransaction, _ name: EventName, _ message: Message, reaction: Reaction? = nil,
-        at now: Int64
+        by actor: String? = nil, at now: Int64
     ) throws {
         let event = ChatEvent(
             name: name, conversationId: message.conversationId, createdAt: now, message: try decorateLive(tx, message),
-            reaction: reaction)
+            reaction: reaction, actor: actor)
         _ = try tx.appendEvent(event, audience: audience(of: message))
     }
 
-    /// Appends an event for one user's sessions, leaving out the session that caused it.
+    /// Appends an event of `uid`'s doing for that user's sessions, leaving out the session that
+    /// caused it.
     static func announcePrivately(
         _ tx: any ChatWriteTransaction, _ name: EventName, _ message: Message,
-        to uid: String, except session: String?, at now: Int64
+        by uid: String, except session: String?, at now: Int64
     ) throws {
         let event = ChatEvent(
-            name: name, conversationId: message.conversationId, createdAt: now, message: try decorateLive(tx, message))
+            name: name, conversationId: message.conversationId, createdAt: now, message: try decorateLive(tx, message),
+            actor: uid)
         _ = try tx.appendEvent(event, audience: EventAudience(users: [uid], excludedSession: session))
     }
 }

@@ -110,7 +110,7 @@ import Testing
         #expect(
             fixture.load().findings.filter { $0.location.file.hasSuffix("x.yaml") }.map(\.description) == [
                 "bots/x.yaml:4:9: error: rules[0].on: a command name is one word, found 'two words'",
-                "bots/x.yaml:7:9: error: rules[1].on: 'a b' is no reaction: it must have no spaces or control characters",
+                "bots/x.yaml:7:26: error: rules[1].on.reaction_added: 'a b' is no reaction: it must have no spaces or control characters",
                 "bots/x.yaml:8:24: error: rules[1].do[0].quote_reply: unknown placeholder '{sender.nmae}'; sender has {sender.name}, {sender.uid}",
             ])
     }

@@ -138,8 +138,7 @@ extension Action: Decodable, ConfigPlaceholder {
             guard argument != nil else {
                 throw ConfigValueError("action '\(name)' needs the reaction: `\(name): \"👀\"`")
             }
-            let reaction = try decoder.container(keyedBy: PathKey.self).decode(String.self, forKey: key)
-            try Trigger.checkReaction(reaction)
+            let reaction = try decoder.container(keyedBy: PathKey.self).decode(WrittenReaction.self, forKey: key).text
             self = name == "react" ? .react(reaction) : .unreact(reaction)
         case "subscribe": self = .subscribe(try who())
         case "unsubscribe": self = .unsubscribe(try who())

@@ -142,8 +142,7 @@ extension Trigger: Decodable, ConfigPlaceholder {
             self = .command(name: name.lowercased())
         case "reaction_added", "reaction_removed":
             let key = CodingKeys(rawValue: present[0])!
-            let reactions = try c.decode(StringList.self, forKey: key).values
-            for reaction in reactions { try Self.checkReaction(reaction) }
+            let reactions = try c.decode(OneOrMany<WrittenReaction>.self, forKey: key).values.map(\.text)
             self = key == .reactionAdded ? .reactionAdded(reactions: reactions) : .reactionRemoved(reactions: reactions)
         case "webhook":
             let name = try c.decode(String.self, forKey: .webhook)
@@ -183,15 +182,29 @@ extension Trigger {
     }
 }
 
-/// A list of strings that may also be written as one string.
-struct StringList: Decodable {
-    var values: [String]
+/// A reaction written in a bot file, checked where it is written: a bad one in a list is located
+/// at its item.
+struct WrittenReaction: Decodable {
+    var text: String
+
+    init(from decoder: any Decoder) throws {
+        text = try decoder.singleValueContainer().decode(String.self)
+        try Trigger.checkReaction(text)
+    }
+}
+
+/// A list that may also be written as its one item.
+struct OneOrMany<Element: Decodable>: Decodable {
+    var values: [Element]
 
     init(from decoder: any Decoder) throws {
         if case .scalar? = decoder.configNode?.content {
-            values = [try decoder.singleValueContainer().decode(String.self)]
+            values = [try decoder.singleValueContainer().decode(Element.self)]
         } else {
-            values = try decoder.singleValueContainer().decode([String].self)
+            values = try decoder.singleValueContainer().decode([Element].self)
         }
     }
 }
+
+/// A list of strings that may also be written as one string.
+typealias StringList = OneOrMany<String>

@@ -379,7 +379,8 @@ let brokenCases: [BrokenCase] = [
     .bot(
         "a reaction with a space in a trigger",
         "name: b\nuser: {uid: b1}\nrules:\n  - on: {reaction_added: [\"📌\", \"a b\"]}\n    do: [pin]\n",
-        "bots/b.yaml:4:32: error: rules[0].on.reaction_added[1]: 'a b' is no reaction: it must have no spaces or control characters"),
+        "bots/b.yaml:4:32: error: rules[0].on.reaction_added[1]: 'a b' is no reaction: it must have no spaces or control characters"
+    ),
     .bot(
         "an empty reaction to make",
         "name: b\nuser: {uid: b1}\nrules:\n  - on: message\n    do: [{react: \"\"}]\n",

@@ -56,6 +56,42 @@ import Testing
         }
     }
 
+    /// A chain through reactions is cut as one through messages: a bot thanking for every reaction
+    /// and one reacting 👀 to every message would otherwise answer each other for ever (a reaction
+    /// carries no hops of its own: it counts those of the message reacted to, and a bot's).
+    @Test func chainsThroughReactionsAreCutToo() async throws {
+        let thanks = """
+            name: thanks
+            user: { uid: thanksbot, name: Thanks }
+            groups: [room]
+            rules:
+              - on: reaction_added
+                do: [{ reply: "thanks {sender.uid}" }]
+            """
+        let eyes = """
+            name: eyes
+            user: { uid: eyesbot, name: Eyes }
+            groups: [room]
+            rules:
+              - on: message
+                do: [{ react: "👀" }]
+            """
+        let config = hostConfig + "\nlimits:\n  botHops: 3\n"
+        try await withTestHost(config: config, bots: ["thanks.yaml": thanks, "eyes.yaml": eyes]) { chat in
+            let start = try await chat.post("start", as: "carol", to: .group("room"))
+            try await Task.sleep(for: .milliseconds(300))
+            try await chat.settle()
+            let fromBots = try await chat.messages(in: .group("room")).filter { $0.sender == "thanksbot" }
+            // eyes reacts to start; thanks answers (hop 2: a bot's doing on a person's message);
+            // eyes reacts to that; thanks answers (hop 3); eyes is cut there.
+            #expect(fromBots.compactMap(\.text) == ["thanks eyesbot", "thanks eyesbot"])
+            #expect(try await chat.service.message(start.id, as: "carol").reactions.map(\.reaction) == ["👀"])
+            #expect(try await chat.service.message(fromBots[0].id, as: "carol").reactions.map(\.reaction) == ["👀"])
+            #expect(try await chat.service.message(fromBots[1].id, as: "carol").reactions.isEmpty)
+            #expect(chat.host.metrics.value("perch_bot_loops_cut_total", ["bot": "eyes"]) == 1)
+        }
+    }
+
     /// A message's `metadata.perch.hops` is whatever its sender wrote: a number past `Int`'s range
     /// trapped the host when a bot answered it (1e300 from any person's client stopped every bot).
     @Test func aMessageClaimingAnyHopCountIsAnsweredWithoutCrashingTheHost() async throws {

@@ -656,6 +656,10 @@ async function scrollToMessage(id) {
 
 function closeSheet() { $('#sheet').hidden = true; }
 
+// The reactions the action sheet offers (Slack's defaults and two more); a chip under a message
+// adds any reaction someone already made.
+const QUICK_REACTIONS = ['👍', '🎉', '❤️', '😂', '👀', '✅'];
+
 function openSheet(message, x, y, options = {}) {
   if (message.deletedAt || message.category === 'action') return;
   const mine = message.sender === state.me.uid;
@@ -681,10 +685,16 @@ function openSheet(message, x, y, options = {}) {
       onclick: () => { closeSheet(); toggleSubscription(message.id); },
     }, copy(subscribed ? 'THREAD_UNSUBSCRIBE' : 'THREAD_SUBSCRIBE')));
   }
-  const thumbs = (message.reactions || []).find((count) => count.reaction === '👍');
-  items.push(el('button', {
-    role: 'menuitem', 'data-testid': 'action-react', onclick: () => { closeSheet(); toggleReaction(message, '👍'); },
-  }, thumbs && thumbs.reactedByMe ? 'Take back 👍' : 'React 👍'));
+  // Slack's quick reactions: one click adds one, or takes back the viewer's own (pressed).
+  items.push(el('div', { class: 'quick-reactions', role: 'group', 'aria-label': 'React' },
+    ...QUICK_REACTIONS.map((reaction) => {
+      const mine = (message.reactions || []).some((count) => count.reaction === reaction && count.reactedByMe);
+      return el('button', {
+        role: 'menuitem', class: mine ? 'mine' : null, 'data-testid': `react-${reaction}`,
+        'aria-pressed': String(mine), title: mine ? `Take back ${reaction}` : `React ${reaction}`,
+        onclick: () => { closeSheet(); toggleReaction(message, reaction); },
+      }, reaction);
+    })));
   if (canPin()) {
     items.push(el('button', {
       role: 'menuitem', 'data-testid': 'action-pin',

@@ -506,9 +506,17 @@ class PinSaveTests(WebChatTestCase):
             return [(chip.text, chip.get_attribute("aria-pressed"))
                     for chip in page.message(message["id"]).find_elements(By.CSS_SELECTOR, '[data-testid="reaction"]')]
 
-        page.sheet_items(message["id"])["action-react"].click()
+        page.sheet_items(message["id"])["react-👍"].click()
         page.wait_until(lambda: chips() == [("👍 1", "true")], what="dave's reaction")
-        self.assertEqual(page.sheet_items(message["id"])["action-react"].text, "Take back 👍")
+        thumbs = page.sheet_items(message["id"])["react-👍"]
+        self.assertEqual((thumbs.get_attribute("title"), thumbs.get_attribute("aria-pressed")), ("Take back 👍", "true"))
+        # Every quick reaction is offered; 👀 is added beside 👍, then taken back from the sheet.
+        self.assertEqual([key for key in page.sheet_items(message["id"]) if key.startswith("react-")],
+                         ["react-👍", "react-🎉", "react-❤️", "react-😂", "react-👀", "react-✅"])
+        page.sheet_items(message["id"])["react-👀"].click()
+        page.wait_until(lambda: chips() == [("👍 1", "true"), ("👀 1", "true")], what="dave's 👀")
+        page.sheet_items(message["id"])["react-👀"].click()
+        page.wait_until(lambda: chips() == [("👍 1", "true")], what="dave's 👀 taken back")
         # Others' reactions arrive live, and leave dave's own as they were.
         self.server.api("POST", f"/v3/messages/{message['id']}/reactions/%F0%9F%91%8D", as_uid="bob")
         self.server.api("POST", f"/v3/messages/{message['id']}/reactions/%F0%9F%8E%89", as_uid="bob")

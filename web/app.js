@@ -672,6 +672,12 @@ function openSheet(message, x, y, options = {}) {
       onclick: () => { closeSheet(); startQuote(message); },
     }, 'Reply'));
   }
+  // Seed 004's message menu: the reaction bar, Copy and Reply.
+  if (message.text) {
+    items.push(el('button', {
+      role: 'menuitem', 'data-testid': 'action-copy', onclick: () => { closeSheet(); copyText(message.text); },
+    }, 'Copy'));
+  }
   if (isParent) {
     items.push(el('button', {
       role: 'menuitem', 'data-testid': 'action-thread', onclick: () => { closeSheet(); openThread(message); },
@@ -720,6 +726,27 @@ function openSheet(message, x, y, options = {}) {
   sheet.style.left = `${Math.max(8, Math.min(x, window.innerWidth - 220))}px`;
   sheet.style.top = `${Math.max(8, Math.min(y, window.innerHeight - 260))}px`;
   sheet.hidden = false;
+}
+
+// The clipboard API needs a secure origin (https, or localhost); on plain http elsewhere the page
+// falls back to the older copy command on a hidden text area.
+async function copyText(text) {
+  try {
+    if (navigator.clipboard && window.isSecureContext) {
+      await navigator.clipboard.writeText(text);
+    } else {
+      const area = el('textarea', { class: 'offscreen', 'aria-hidden': 'true' });
+      area.value = text;
+      document.body.append(area);
+      area.select();
+      const copied = document.execCommand('copy');
+      area.remove();
+      if (!copied) throw new Error('the browser refused to copy');
+    }
+    toast('Copied');
+  } catch (error) {
+    toast(`Could not copy: ${error.message || error}`);
+  }
 }
 
 async function pinToggle(message) {

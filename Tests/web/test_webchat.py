@@ -452,6 +452,28 @@ class QuoteReplyTests(WebChatTestCase):
                                what="the one-on-one quote reply")[0]
         self.assertIn("private original", node.find_element(By.CSS_SELECTOR, '[data-testid="quoted"]').text)
 
+    def test_the_message_menu_has_the_reaction_bar_copy_and_reply(self):
+        # Seed 004: "The Message menu contains an Emoji reaction bar, a Copy button, and a Reply button."
+        page = self.page("dave")
+        message = self.server.send("copy me, exactly", "carol")
+        page.open_group("general")
+        items = page.sheet_items(message["id"])
+        self.assertIn("react-👍", items)
+        self.assertIn("action-reply", items)
+        # The page is served from loopback, a secure origin: the clipboard API is the one used.
+        page.d.execute_script(
+            "window.copied = []; navigator.clipboard.writeText = (text) => { window.copied.push(text); "
+            "return Promise.resolve(); }")
+        items["action-copy"].click()
+        page.toast("Copied")
+        self.assertEqual(page.d.execute_script("return window.copied"), ["copy me, exactly"])
+        # A file without text has nothing to copy.
+        upload = self.server.api("POST", "/v3/messages", {
+            "receiver": "general", "receiverType": "group", "category": "message", "type": "file",
+            "data": {"attachments": [{"name": "a.txt", "size": 1, "mimeType": "text/plain", "extension": "txt",
+                                      "url": "/x/a.txt"}]}}, as_uid="carol")
+        self.assertNotIn("action-copy", page.sheet_items(upload["id"]))
+
 
 class PinSaveTests(WebChatTestCase):
     pins = 2

@@ -665,18 +665,29 @@ function openSheet(message, x, y, options = {}) {
   const mine = message.sender === state.me.uid;
   const items = [];
   const isParent = message.parentMessageId === 0;
+  // The reaction bar first, as Sendbird's and Slack's menus have it: one click adds a reaction,
+  // or takes back the viewer's own (pressed).
+  items.push(el('div', { class: 'quick-reactions', role: 'group', 'aria-label': 'React' },
+    ...QUICK_REACTIONS.map((reaction) => {
+      const pressed = (message.reactions || []).some((count) => count.reaction === reaction && count.reactedByMe);
+      return el('button', {
+        role: 'menuitem', class: pressed ? 'mine' : null, 'data-testid': `react-${reaction}`,
+        'aria-pressed': String(pressed), title: pressed ? `Take back ${reaction}` : `React ${reaction}`,
+        onclick: () => { closeSheet(); toggleReaction(message, reaction); },
+      }, reaction);
+    })));
+  // Seed 004's message menu: the reaction bar, Copy and Reply.
+  if (message.text) {
+    items.push(el('button', {
+      role: 'menuitem', 'data-testid': 'action-copy', onclick: () => { closeSheet(); copyText(message.text); },
+    }, 'Copy'));
+  }
   // Seed 004: Reply starts quote mode; disabled on a message that is itself a quote reply.
   if (!options.inThread) {
     items.push(el('button', {
       role: 'menuitem', 'data-testid': 'action-reply', disabled: message.quotedMessageId !== 0,
       onclick: () => { closeSheet(); startQuote(message); },
     }, 'Reply'));
-  }
-  // Seed 004's message menu: the reaction bar, Copy and Reply.
-  if (message.text) {
-    items.push(el('button', {
-      role: 'menuitem', 'data-testid': 'action-copy', onclick: () => { closeSheet(); copyText(message.text); },
-    }, 'Copy'));
   }
   if (isParent) {
     items.push(el('button', {
@@ -691,16 +702,6 @@ function openSheet(message, x, y, options = {}) {
       onclick: () => { closeSheet(); toggleSubscription(message.id); },
     }, copy(subscribed ? 'THREAD_UNSUBSCRIBE' : 'THREAD_SUBSCRIBE')));
   }
-  // Slack's quick reactions: one click adds one, or takes back the viewer's own (pressed).
-  items.push(el('div', { class: 'quick-reactions', role: 'group', 'aria-label': 'React' },
-    ...QUICK_REACTIONS.map((reaction) => {
-      const mine = (message.reactions || []).some((count) => count.reaction === reaction && count.reactedByMe);
-      return el('button', {
-        role: 'menuitem', class: mine ? 'mine' : null, 'data-testid': `react-${reaction}`,
-        'aria-pressed': String(mine), title: mine ? `Take back ${reaction}` : `React ${reaction}`,
-        onclick: () => { closeSheet(); toggleReaction(message, reaction); },
-      }, reaction);
-    })));
   if (canPin()) {
     items.push(el('button', {
       role: 'menuitem', 'data-testid': 'action-pin',
@@ -723,9 +724,11 @@ function openSheet(message, x, y, options = {}) {
   const sheet = $('#sheet');
   sheet.replaceChildren(...items);
   sheet.dataset.messageId = message.id;
-  sheet.style.left = `${Math.max(8, Math.min(x, window.innerWidth - 220))}px`;
-  sheet.style.top = `${Math.max(8, Math.min(y, window.innerHeight - 260))}px`;
   sheet.hidden = false;
+  // Placed at the pointer, inside the window: measured once shown, as its width and height depend
+  // on what it offers.
+  sheet.style.left = `${Math.max(8, Math.min(x, window.innerWidth - sheet.offsetWidth - 8))}px`;
+  sheet.style.top = `${Math.max(8, Math.min(y, window.innerHeight - sheet.offsetHeight - 8))}px`;
 }
 
 // The clipboard API needs a secure origin (https, or localhost); on plain http elsewhere the page

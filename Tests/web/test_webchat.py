@@ -460,6 +460,8 @@ class QuoteReplyTests(WebChatTestCase):
         items = page.sheet_items(message["id"])
         self.assertIn("react-👍", items)
         self.assertIn("action-reply", items)
+        if SCREENSHOTS:
+            self.driver.save_screenshot(os.path.join(SCREENSHOTS, "action-sheet.png"))
         # The page is served from loopback, a secure origin: the clipboard API is the one used.
         page.d.execute_script(
             "window.copied = []; navigator.clipboard.writeText = (text) => { window.copied.push(text); "

@@ -172,6 +172,32 @@ struct APIClient {
         }
     }
 
+    /// One line of `perch tail`: the event's name, its message, and who did it when that is not
+    /// the message's sender (a reaction's reactor and reaction, an edit's, unpin's or save's actor).
+    static func describe(event name: String, _ object: [String: Any]) -> String {
+        if let message = object["message"] as? [String: Any] {
+            var line = "\(name) \(describe(message))"
+            if let reaction = object["reaction"] as? [String: Any] {
+                line += " — \(reaction["reaction"] ?? "?") by \(reaction["uid"] ?? "?")"
+            } else if let actor = object["actor"] as? String, name != "onMessageDeleted",
+                name != "onMessagePinned" || actor != message["pinnedBy"] as? String
+            {
+                // A deletion names its deleter and a pin its pinner already; a pin as app_system
+                // names the bot behind it too.
+                line += " — by \(actor)"
+            }
+            return line
+        }
+        if name == "perch.gap" {
+            let range = "\(object["from"] ?? "?") to \(object["through"] ?? "?")"
+            return "(events \(range) were removed by the retention unread)"
+        }
+        if let member = object["member"] as? [String: Any] {
+            return "\(name) \(member["uid"] ?? "?") in \(member["guid"] ?? "?") by \(member["actor"] ?? "?")"
+        }
+        return name
+    }
+
     static func describe(_ message: [String: Any]) -> String {
         var parts = ["#\(message["id"] ?? "?")", "\(message["sender"] ?? "?"):"]
         if let parent = message["parentMessageId"] as? Int, parent != 0 { parts.append("[thread #\(parent)]") }
@@ -264,19 +290,7 @@ enum ClientCommands {
             default:
                 print("tailing events for \(api.onBehalfOf); Ctrl-C stops")
                 try api.follow(say: { FileHandle.standardError.write(Data("perch tail: \($0)\n".utf8)) }) {
-                    name, object in
-                    if let message = object["message"] as? [String: Any] {
-                        print("\(name) \(APIClient.describe(message))")
-                    } else if name == "perch.gap" {
-                        print(
-                            "(events \(object["from"] ?? "?") to \(object["through"] ?? "?") were removed by the retention unread)"
-                        )
-                    } else if let member = object["member"] as? [String: Any] {
-                        print(
-                            "\(name) \(member["uid"] ?? "?") in \(member["guid"] ?? "?") by \(member["actor"] ?? "?")")
-                    } else {
-                        print(name)
-                    }
+                    name, object in print(APIClient.describe(event: name, object))
                 }
             }
             return 0

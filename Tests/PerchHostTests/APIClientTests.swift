@@ -14,8 +14,7 @@ import Testing
             let tail = Task {
                 await onThread {
                     try? client.tail { name, object in
-                        let text = (object["message"] as? [String: Any]).map(APIClient.describe) ?? ""
-                        lines.withLock { $0.append("\(name) \(text)") }
+                        lines.withLock { $0.append(APIClient.describe(event: name, object)) }
                     }
                 }
             }
@@ -25,20 +24,24 @@ import Testing
             let sent = try await client.call(
                 "POST", "/v3/messages", body: ["receiver": "room", "receiverType": "group", "data": ["text": "hi"]])
             let id = try #require((sent as? [String: Any])?["id"] as? Int)
-            _ = try await APIClient(base: URL(string: http.base)!, apiKey: apiKey, onBehalfOf: "bob")
-                .call("POST", "/v3/messages/\(id)/pin")
+            let bob = APIClient(base: URL(string: http.base)!, apiKey: apiKey, onBehalfOf: "bob")
+            _ = try await bob.call("POST", "/v3/messages/\(id)/pin")
             let pins = try await client.call("GET", "/v3/groups/room/messages?pinned=true") as? [[String: Any]]
             #expect(pins?.map(APIClient.describe) == ["#\(id) carol: hi 📌 by bob"])
+            _ = try await bob.call("POST", "/v3/messages/\(id)/reactions/%F0%9F%91%80")
+            _ = try await bob.call("DELETE", "/v3/messages/\(id)/pin")
             _ = try await client.call("DELETE", "/v3/messages/\(id)")
             let deadline = ContinuousClock.now + .seconds(5)
-            while lines.withLock({ $0.count }) < 3, ContinuousClock.now < deadline {
+            while lines.withLock({ $0.count }) < 5, ContinuousClock.now < deadline {
                 try await Task.sleep(for: .milliseconds(20))
             }
-            // A deletion names who deleted (it said "(text)": a deleted message has no text).
+            // A reaction names who reacted with what, an unpin who unpinned (the message no longer
+            // says), a deletion who deleted (it said "(text)": a deleted message has no text).
             #expect(
-                lines.withLock { $0 }.prefix(3) == [
+                lines.withLock { $0 }.prefix(5) == [
                     "onTextMessageReceived #\(id) carol: hi", "onMessagePinned #\(id) carol: hi 📌 by bob",
-                    "onMessageDeleted #\(id) carol: (deleted by carol)",
+                    "onMessageReactionAdded #\(id) carol: hi 📌 by bob — 👀 by bob",
+                    "onMessageUnpinned #\(id) carol: hi — by bob", "onMessageDeleted #\(id) carol: (deleted by carol)",
                 ])
             await #expect(throws: APIClient.Failure.self) { _ = try await client.call("GET", "/v3/messages/99999") }
             http.server.stop()

@@ -404,6 +404,16 @@ let brokenCases: [BrokenCase] = [
         "name: b\nuser: {uid: b1}\nrules:\n  - on: reaction_added\n    when: {text_matches: ship}\n    do: [pin]\n",
         "bots/b.yaml:5:11: error: rules[0].when: text conditions apply to message triggers (message, thread_reply, mention, command, edited)"
     ),
+    .bot(
+        "who acted, on a new message",
+        "name: b\nuser: {uid: b1}\nrules:\n  - on: message\n    do: [{reply: \"{actor.name}\"}]\n",
+        "bots/b.yaml:5:18: error: rules[0].do[0].reply: {actor...} is only set for pinned, unpinned, edited and deleted triggers"
+    ),
+    .bot(
+        "who acted, misspelt",
+        "name: b\nuser: {uid: b1}\nrules:\n  - on: pinned\n    do: [{reply: \"{actor.nmae}\"}]\n",
+        "bots/b.yaml:5:18: error: rules[0].do[0].reply: unknown placeholder '{actor.nmae}'; actor has {actor.name}, {actor.uid}"
+    ),
 ]
 
 @Suite struct BrokenConfigTests {

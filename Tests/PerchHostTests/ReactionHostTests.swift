@@ -49,7 +49,7 @@ struct ReactingPlugin: BotPlugin {
     }
 }
 
-/// A plugin hears what others do to messages, with who did it (`event.actor`), and never its own
+/// A plugin hears what others do to messages, with who did it (`event.actor`, `context.actor`), and never its own
 /// doing; saves are the bot user's own, so it hears those made elsewhere (the web chat, as the bot)
 /// and not those its own context made.
 @Suite struct OwnDoingHostTests {
@@ -68,7 +68,7 @@ struct ReactingPlugin: BotPlugin {
             _ = try await chat.service.unpin(command.id, as: "bob")
             #expect(
                 try await chat.botMessages(in: .group("room")).compactMap(\.text) == [
-                    "bot saved later", "bob unpinned bm keep",
+                    "bot saved later", "Bob unpinned bm keep",
                 ])
         }
     }
@@ -89,6 +89,6 @@ struct BookmarkingPlugin: BotPlugin {
     }
 
     func onMessageUnpinned(_ context: BotContext) async throws {
-        try await context.reply("\(context.event.actor ?? "?") unpinned \(context.message?.text ?? "")")
+        try await context.reply("\(context.actor?.name ?? "?") unpinned \(context.message?.text ?? "")")
     }
 }

@@ -131,6 +131,7 @@ import Testing
     /// or deleting the bot's own message starts its rules, and the bot's own pin as app_system and
     /// its own unpin do not (they did both: the first was taken for the bot's own message, the
     /// others for someone else's doing, since the message's pinnedBy read app_system or nothing).
+    /// `{actor...}` names the doer, `{sender...}` the message's sender.
     @Test func pinsAndDeletionsAreTheirDoersNotTheAuthors() async throws {
         let rules = """
               - on: { command: announce }
@@ -140,11 +141,11 @@ import Testing
               - on: { reaction_added: "❌" }
                 do: [unpin]
               - on: pinned
-                do: [{ reply: "pinned {message.text} by {sender.uid}'s" }]
+                do: [{ reply: "{actor.name} pinned {message.text} by {sender.uid}" }]
               - on: unpinned
-                do: [{ reply: "unpinned {message.text}" }]
+                do: [{ reply: "{actor.uid} unpinned {message.text}" }]
               - on: deleted
-                do: [{ reply: "deleted {message.id}" }]
+                do: [{ reply: "{actor.name} deleted {message.id}" }]
             """
         try await withTestHost(config: hostConfig, bots: ["b.yaml": botFile(rules)]) { chat in
             let announcement = try await chat.post("!announce", as: "carol", to: .group("room"))
@@ -167,8 +168,8 @@ import Testing
             let texts = try await chat.botMessages(in: .group("room")).compactMap(\.text)
             #expect(
                 texts == [
-                    "pinned notice by bot's", "unpinned notice", "pinned plain by carol's",
-                    "deleted \(notice.id)",
+                    "Bob pinned notice by bot", "bob unpinned notice", "Bob pinned plain by carol",
+                    "Bob deleted \(notice.id)",
                 ])
         }
     }

@@ -488,6 +488,17 @@ struct BotValidator {
                 case .command?, nil: break
                 default: error(loaded, path, "{args} is only set for command triggers")
                 }
+            case "actor":
+                if variable.count != 2 || !["uid", "name"].contains(variable[1]) {
+                    error(
+                        loaded, path,
+                        "unknown placeholder '{\(variable.joined(separator: "."))}'; actor has {actor.name}, {actor.uid}"
+                    )
+                }
+                switch trigger {
+                case .pinned?, .unpinned?, .edited?, .deleted?, nil: break
+                default: error(loaded, path, "{actor...} is only set for pinned, unpinned, edited and deleted triggers")
+                }
             case "reaction":
                 if variable.count != 1 { error(loaded, path, "unknown placeholder; write {reaction}") }
                 switch trigger {

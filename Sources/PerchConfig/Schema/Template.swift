@@ -3,7 +3,8 @@
 /// Placeholders: `{sender.uid}`, `{sender.name}`, `{message.id}`, `{message.text}`,
 /// `{parent.id}`, `{parent.text}`, `{group.guid}`, `{strings.KEY}`, `{args}` (a command's
 /// arguments), `{webhook.FIELD}` (a webhook's JSON body), `{reaction}` (a reaction trigger's
-/// reaction), and `{NAME}` for a named capture of
+/// reaction), `{actor.uid}`, `{actor.name}` (who pinned, unpinned, edited or deleted), and
+/// `{NAME}` for a named capture of
 /// `text_matches`. `{{` and `}}` are literal braces.
 public struct Template: Sendable, Equatable, Decodable, ConfigPlaceholder {
     public enum Part: Sendable, Equatable {
@@ -18,7 +19,7 @@ public struct Template: Sendable, Equatable, Decodable, ConfigPlaceholder {
 
     /// The roots a placeholder may start with; any other single name is a capture.
     public static let roots: Set<String> = [
-        "sender", "message", "parent", "group", "strings", "webhook", "args", "reaction",
+        "sender", "message", "parent", "group", "strings", "webhook", "args", "reaction", "actor",
     ]
 
     /// A text written out as it is: no placeholders read in it.

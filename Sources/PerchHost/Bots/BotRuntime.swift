@@ -56,6 +56,8 @@ final class BotRuntime: Sendable {
         var sender: User?
         var senderScope: GroupMemberScope?
         var parent: Message?
+        /// Who edited, deleted, pinned or unpinned (``ChatEvent/actor``'s user).
+        var actor: User?
         var command: (name: String, args: String)?
         var wordLists: Set<Int>
         var mentionsBot: Bool
@@ -83,7 +85,7 @@ final class BotRuntime: Sendable {
     /// Every fact of `event`, looked up now (dry runs, schedules).
     func facts(for event: ChatEvent) async -> Facts {
         var facts = localFacts(for: event)
-        await lookUp(&facts, sender: true, scope: bot.needsSenderScope, parent: true)
+        await lookUp(&facts, sender: true, scope: bot.needsSenderScope, parent: true, actor: true)
         return facts
     }
 
@@ -91,7 +93,8 @@ final class BotRuntime: Sendable {
     func localFacts(for event: ChatEvent) -> Facts {
         let message = event.message
         var facts = Facts(
-            event: event, message: message, sender: nil, senderScope: nil, parent: nil, command: nil, wordLists: [],
+            event: event, message: message, sender: nil, senderScope: nil, parent: nil, actor: nil, command: nil,
+            wordLists: [],
             mentionsBot: message?.mentionedUids.contains(identity.uid) ?? false)
         if let text = message?.text, event.name.isNewMessage || event.name == .messageEdited {
             facts.command = Self.command(in: text, prefix: bot.configuration.commandPrefix)
@@ -101,8 +104,8 @@ final class BotRuntime: Sendable {
     }
 
     /// Fills in the facts that need the store: the sender, their scope in the group, the thread's
-    /// root. Each is read once.
-    func lookUp(_ facts: inout Facts, sender: Bool, scope: Bool, parent: Bool) async {
+    /// root, who acted. Each is read once.
+    func lookUp(_ facts: inout Facts, sender: Bool, scope: Bool, parent: Bool, actor: Bool = false) async {
         let event = facts.event
         let message = event.message
         if sender, facts.sender == nil, let uid = event.senderUid {
@@ -113,6 +116,9 @@ final class BotRuntime: Sendable {
         }
         if parent, facts.parent == nil, let message, message.isReply {
             facts.parent = try? await service.message(message.parentMessageId, as: identity.uid)
+        }
+        if actor, facts.actor == nil, let uid = event.actor {
+            facts.actor = uid == facts.sender?.uid ? facts.sender : try? await service.user(uid)
         }
     }
 
@@ -264,7 +270,7 @@ final class BotRuntime: Sendable {
         await lookUp(&facts, sender: bot.needsSender, scope: bot.needsSenderScope, parent: false)
         let decisions = decide(facts)
         guard !decisions.isEmpty || !bot.plugins.isEmpty else { return }
-        await lookUp(&facts, sender: true, scope: false, parent: true)
+        await lookUp(&facts, sender: true, scope: false, parent: true, actor: true)
         if let message = facts.message, facts.sender?.isBot == true,
             LoopGuard.hops(of: message, senderIsBot: true) >= maximumHops
         {
@@ -299,8 +305,8 @@ final class BotRuntime: Sendable {
         if let command = facts.command, all["args"] == nil { all["args"] = command.args }
         return BotContext(
             bot: identity, event: facts.event, message: facts.message, parent: facts.parent, sender: facts.sender,
-            captures: all, strings: strings, logger: logger, runtime: runtime, command: facts.command,
-            threadSubscriptionEnabled: bot.threadSubscriptionEnabled, sends: sends)
+            actor: facts.actor, captures: all, strings: strings, logger: logger, runtime: runtime,
+            command: facts.command, threadSubscriptionEnabled: bot.threadSubscriptionEnabled, sends: sends)
     }
 
     /// Queues a message-sending action; its failure is logged and counted as `perform` does.
@@ -412,6 +418,11 @@ final class BotRuntime: Sendable {
             switch path.first {
             case "sender":
                 return path.count == 2 ? (path[1] == "uid" ? context.sender?.uid : context.sender?.name) : nil
+            case "actor":
+                // An event logged before Perch recorded its actor reads as its sender's doing.
+                guard path.count == 2, let uid = context.event.actor ?? context.message?.sender else { return nil }
+                let user = context.event.actor == nil ? context.sender : context.actor
+                return path[1] == "uid" ? uid : user?.name ?? uid
             case "message", "parent":
                 guard let message = path[0] == "message" ? context.message : context.parent, path.count == 2 else {
                     return nil

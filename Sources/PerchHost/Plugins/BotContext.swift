@@ -18,6 +18,9 @@ public final class BotContext: Sendable {
     public let parent: Message?
     /// The sender's user, when known: on a reaction, whoever reacted; on a member event, the member.
     public let sender: User?
+    /// Who edited, deleted, pinned or unpinned the message, when known (``ChatEvent/actor``'s user;
+    /// the bot behind a pin as `app_system`).
+    public let actor: User?
     /// Named captures of `text_matches`, and `args` for commands.
     public let captures: [String: String]
     public let strings: StringTable
@@ -36,7 +39,7 @@ public final class BotContext: Sendable {
     private let muidPrefix: String
 
     init(
-        bot: BotIdentity, event: ChatEvent, message: Message?, parent: Message?, sender: User?,
+        bot: BotIdentity, event: ChatEvent, message: Message?, parent: Message?, sender: User?, actor: User? = nil,
         captures: [String: String], strings: StringTable, logger: HostLogger, runtime: ActionRuntime,
         command: (name: String, args: String)? = nil, threadSubscriptionEnabled: Bool = true, webhook: JSONValue? = nil,
         muidPrefix: String? = nil, sends: SendCounter = SendCounter()
@@ -51,6 +54,7 @@ public final class BotContext: Sendable {
         self.message = message
         self.parent = parent
         self.sender = sender
+        self.actor = actor
         self.captures = captures
         self.strings = strings
         self.logger = logger

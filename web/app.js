@@ -679,7 +679,8 @@ function openSheet(message, x, y, options = {}) {
   // Seed 004's message menu: the reaction bar, Copy and Reply.
   if (message.text) {
     items.push(el('button', {
-      role: 'menuitem', 'data-testid': 'action-copy', onclick: () => { closeSheet(); copyText(message.text); },
+      // The text as shown: a mention is copied as @Name, not as its <@uid:...> token.
+      role: 'menuitem', 'data-testid': 'action-copy', onclick: () => { closeSheet(); copyText(plain(message)); },
     }, 'Copy'));
   }
   // Seed 004: Reply starts quote mode; disabled on a message that is itself a quote reply.

@@ -455,7 +455,7 @@ class QuoteReplyTests(WebChatTestCase):
     def test_the_message_menu_has_the_reaction_bar_copy_and_reply(self):
         # Seed 004: "The Message menu contains an Emoji reaction bar, a Copy button, and a Reply button."
         page = self.page("dave")
-        message = self.server.send("copy me, exactly", "carol")
+        message = self.server.send("copy me, <@uid:bob>, exactly", "carol")
         page.open_group("general")
         items = page.sheet_items(message["id"])
         self.assertIn("react-👍", items)
@@ -468,7 +468,8 @@ class QuoteReplyTests(WebChatTestCase):
             "return Promise.resolve(); }")
         items["action-copy"].click()
         page.toast("Copied")
-        self.assertEqual(page.d.execute_script("return window.copied"), ["copy me, exactly"])
+        # As shown: the mention as @Name, not its token.
+        self.assertEqual(page.d.execute_script("return window.copied"), ["copy me, @Bob, exactly"])
         # A file without text has nothing to copy.
         upload = self.server.api("POST", "/v3/messages", {
             "receiver": "general", "receiverType": "group", "category": "message", "type": "file",

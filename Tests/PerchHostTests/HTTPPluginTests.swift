@@ -105,7 +105,10 @@ import Testing
             .json(200, #"{"jsonrpc": "2.0", "id": 4, "error": {"code": -32000, "message": "nope"}}"#),
             .json(200, #"{"actions": [{"reply": "fine"}, {"explode": true}]}"#),
         ])
-        try await withTestHost(config: hostConfig, bots: ["b.yaml": Self.bot(url: service.url)]) { chat in
+        // A long budget: the retry is what is tested, and a full parallel run beside two busy
+        // loops (both CPUs taken) kept the retry's answer past the default 5 s, twice in three runs.
+        let bot = Self.bot(url: service.url, timeout: 30_000)
+        try await withTestHost(config: hostConfig, bots: ["b.yaml": bot]) { chat in
             try await chat.post("!ask one", as: "carol", to: .group("room"))
             _ = try await chat.waitForMessage(in: .group("room")) { $0.sender == "bot" }
             for text in ["!ask two", "!ask three", "!ask four", "!ask five", "!ping"] {

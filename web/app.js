@@ -32,6 +32,7 @@ const state = {
   thread: null, // the open thread's parent message
   threadReplies: [],
   quote: null, // the message being quote-replied to
+  editing: null, // the signed-in person's own message being edited in the composer
   subscriptions: new Map(), // parentMessageId -> true/false, learned from fetches and toggles
   inFlight: new Set(), // parentMessageIds with a subscription request in flight
   quoteReplies: new Map(), // quoted id -> Set of live quote reply ids
@@ -425,6 +426,7 @@ async function openConversation(conversation) {
   state.view = null;
   state.messages = new Map();
   state.quote = null;
+  if (state.editing) endEdit();
   renderQuotePreview();
   closeSide();
   $('#view').replaceChildren();
@@ -604,6 +606,10 @@ function messageNode(message, options = {}) {
   el('div', {},
     el('span', { class: 'who' }, mine ? 'You' : senderName(message.sender)),
     el('span', { class: 'meta' }, new Date(message.sentAt * 1000).toLocaleTimeString()),
+    message.editedAt && !message.deletedAt
+      ? el('span', { class: 'meta', 'data-testid': 'edited-mark', title: new Date(message.editedAt * 1000).toLocaleString() },
+        '(edited)')
+      : null,
     message.pinnedAt ? el('span', { class: 'pinned-mark', 'data-testid': 'pinned-mark' }, 'pinned') : null,
     message.savedAt ? el('span', { class: 'pinned-mark', 'data-testid': 'saved-mark' }, 'saved') : null),
   message.quotedMessageId && !message.deletedAt ? quotedBlock(message) : null,
@@ -689,6 +695,12 @@ function openSheet(message, x, y, options = {}) {
       role: 'menuitem', 'data-testid': 'action-reply', disabled: message.quotedMessageId !== 0,
       onclick: () => { closeSheet(); startQuote(message); },
     }, 'Reply'));
+  }
+  // One's own text message, in the conversation's composer, as Slack and CometChat offer it.
+  if (mine && !options.inThread && message.type === 'text' && message.category === 'message') {
+    items.push(el('button', {
+      role: 'menuitem', 'data-testid': 'action-edit', onclick: () => { closeSheet(); startEdit(message); },
+    }, 'Edit'));
   }
   if (isParent) {
     items.push(el('button', {
@@ -803,14 +815,40 @@ async function deleteMessage(message) {
 // ---------- seed 004: quote mode ----------
 
 function startQuote(message) {
+  if (state.editing) endEdit();
   state.quote = message;
   renderQuotePreview();
   $('#text').focus();
 }
 
+// Edit mode: the composer holds the message's text (its mentions as tokens, as the composer writes
+// them), the preview says what is being edited, and Send saves the edit instead of sending.
+function startEdit(message) {
+  state.quote = null;
+  state.editing = message;
+  $('#text').value = message.text || '';
+  renderQuotePreview();
+  $('#text').focus();
+}
+
+function endEdit() {
+  state.editing = null;
+  $('#text').value = '';
+  renderQuotePreview();
+}
+
 function renderQuotePreview() {
   const preview = $('#quote-preview');
-  preview.hidden = !state.quote;
+  preview.hidden = !state.quote && !state.editing;
+  $('#send').textContent = state.editing ? 'Save' : 'Send';
+  $('#file').disabled = Boolean(state.editing);
+  if (state.editing) {
+    preview.querySelector('.close').setAttribute('aria-label', 'Stop editing');
+    preview.querySelector('.quote-body').replaceChildren(el('strong', {}, 'Editing your message'), el('br'),
+      plain(state.editing));
+    return;
+  }
+  preview.querySelector('.close').setAttribute('aria-label', 'Close the quote');
   if (!state.quote) return;
   const file = state.quote.attachments && state.quote.attachments.length ? state.quote.attachments[0] : null;
   preview.querySelector('.quote-body').replaceChildren(
@@ -819,7 +857,11 @@ function renderQuotePreview() {
 }
 
 function wireComposer() {
-  $('#quote-preview .close').onclick = () => { state.quote = null; renderQuotePreview(); };
+  $('#quote-preview .close').onclick = () => {
+    if (state.editing) return endEdit();
+    state.quote = null;
+    renderQuotePreview();
+  };
   $('#file').onchange = () => { $('#file-name').textContent = $('#file').files[0] ? $('#file').files[0].name : ''; };
   const text = $('#text');
   text.addEventListener('input', () => updateMentions(text));
@@ -835,6 +877,7 @@ function wireComposer() {
   $('#composer').onsubmit = async (event) => {
     event.preventDefault();
     const body = text.value.trim();
+    if (state.editing) return saveEdit(body);
     const file = $('#file').files[0];
     if (!body && !file) return;
     const draft = state.conversation.kind === 'group'
@@ -871,6 +914,20 @@ function wireComposer() {
       toast(describe(error));
     }
   };
+}
+
+async function saveEdit(body) {
+  const message = state.editing;
+  if (!body) return toast('A message needs text: delete it instead.');
+  if (body === message.text) return endEdit();
+  try {
+    const edited = (await api('PUT', `/v3/messages/${message.id}`, { data: { text: body } })).data;
+    Object.assign(message, { text: edited.text, editedAt: edited.editedAt, mentionedUids: edited.mentionedUids });
+    renderMessage(message);
+    endEdit();
+  } catch (error) {
+    toast(describe(error));
+  }
 }
 
 // The composer's @-autocomplete: picking a person inserts the `<@uid:...>` token.

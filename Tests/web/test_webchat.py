@@ -478,6 +478,41 @@ class QuoteReplyTests(WebChatTestCase):
         self.assertNotIn("action-copy", page.sheet_items(upload["id"]))
 
 
+    def test_ones_own_message_is_edited_in_the_composer(self):
+        page = self.page("dave")
+        mine = self.server.send("first draft", "dave")
+        theirs = self.server.send("not yours", "carol")
+        page.open_group("general")
+        # Offered on one's own text message only.
+        self.assertNotIn("action-edit", page.sheet_items(theirs["id"]))
+        page.sheet_items(mine["id"])["action-edit"].click()
+        text = page.find('[data-testid="composer-text"]')
+        self.assertEqual(text.get_attribute("value"), "first draft")
+        self.assertIn("Editing your message", page.find('[data-testid="quote-preview"]').text)
+        self.assertEqual(page.find('[data-testid="send"]').text, "Save")
+        # Closing the preview leaves the message as it was and the composer empty.
+        page.click('[data-testid="quote-close"]')
+        self.assertEqual((text.get_attribute("value"), page.find('[data-testid="send"]').text), ("", "Send"))
+        page.sheet_items(mine["id"])["action-edit"].click()
+        text.clear()
+        page.type('[data-testid="composer-text"]', "second draft")
+        page.click('[data-testid="send"]')
+        page.wait_until(lambda: "second draft" in page.message(mine["id"]).text, what="the edited text")
+        self.assertTrue(page.message(mine["id"]).find_elements(By.CSS_SELECTOR, '[data-testid="edited-mark"]'))
+        self.assertEqual((text.get_attribute("value"), page.find('[data-testid="send"]').text), ("", "Send"))
+        stored = self.server.api("GET", f"/v3/messages/{mine['id']}", as_uid="dave")
+        self.assertEqual(stored["text"], "second draft")
+        self.assertNotEqual(stored["editedAt"], 0)
+        # The shipped moderator's edit rule, tried from the page: an edit that adds a listed word
+        # is deleted.
+        page.sheet_items(mine["id"])["action-edit"].click()
+        text.clear()
+        page.type('[data-testid="composer-text"]', "now with spamword")
+        page.click('[data-testid="send"]')
+        page.wait_until(lambda: "This message was deleted" in page.message(mine["id"]).text,
+                        what="the moderator deleting the edited message")
+
+
 class PinSaveTests(WebChatTestCase):
     pins = 2
     saves = 2

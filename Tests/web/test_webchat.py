@@ -503,6 +503,10 @@ class QuoteReplyTests(WebChatTestCase):
         stored = self.server.api("GET", f"/v3/messages/{mine['id']}", as_uid="dave")
         self.assertEqual(stored["text"], "second draft")
         self.assertNotEqual(stored["editedAt"], 0)
+        # Someone else's edit arrives live, marked.
+        self.server.api("PUT", f"/v3/messages/{theirs['id']}", {"data": {"text": "yours now"}}, as_uid="carol")
+        page.wait_until(lambda: "yours now" in page.message(theirs["id"]).text, what="carol's edit, live")
+        self.assertTrue(page.message(theirs["id"]).find_elements(By.CSS_SELECTOR, '[data-testid="edited-mark"]'))
         # The shipped moderator's edit rule, tried from the page: an edit that adds a listed word
         # is deleted.
         page.sheet_items(mine["id"])["action-edit"].click()

@@ -446,6 +446,18 @@ struct BotValidator {
         loaded.locations.contains("\(list)[\(index)]") ? "\(list)[\(index)]" : list
     }
 
+    /// A placeholder `{ROOT.FIELD}` names one of `fields`.
+    private mutating func checkField(
+        _ loaded: LoadedBot, _ variable: [String], at path: String, among fields: Set<String>
+    ) {
+        guard variable.count != 2 || !fields.contains(variable[1]) else { return }
+        let root = variable[0]
+        error(
+            loaded, path,
+            "unknown placeholder '{\(variable.joined(separator: "."))}'; \(root) has "
+                + fields.sorted().map { "{\(root).\($0)}" }.joined(separator: ", "))
+    }
+
     mutating func validateTemplate(
         _ loaded: LoadedBot, _ template: Template, at path: String, captures: Set<String>,
         trigger: Trigger?
@@ -467,13 +479,8 @@ struct BotValidator {
                     error(loaded, path, "{\(variable.joined(separator: "."))} is not set: \(event) has no \(root)")
                     continue
                 }
-                let fields: Set<String> = root == "sender" ? ["uid", "name"] : ["id", "text", "sender"]
-                if variable.count != 2 || !fields.contains(variable[1]) {
-                    error(
-                        loaded, path,
-                        "unknown placeholder '{\(variable.joined(separator: "."))}'; \(root) has "
-                            + fields.sorted().map { "{\(root).\($0)}" }.joined(separator: ", "))
-                }
+                checkField(
+                    loaded, variable, at: path, among: root == "sender" ? ["uid", "name"] : ["id", "text", "sender"])
             case "group":
                 if variable.count != 2 || variable[1] != "guid" {
                     error(loaded, path, "unknown placeholder; write {group.guid}")
@@ -489,12 +496,7 @@ struct BotValidator {
                 default: error(loaded, path, "{args} is only set for command triggers")
                 }
             case "actor":
-                if variable.count != 2 || !["uid", "name"].contains(variable[1]) {
-                    error(
-                        loaded, path,
-                        "unknown placeholder '{\(variable.joined(separator: "."))}'; actor has {actor.name}, {actor.uid}"
-                    )
-                }
+                checkField(loaded, variable, at: path, among: ["uid", "name"])
                 switch trigger {
                 case .pinned?, .unpinned?, .edited?, .deleted?, nil: break
                 default: error(loaded, path, "{actor...} is only set for pinned, unpinned, edited and deleted triggers")

@@ -922,8 +922,12 @@ async function saveEdit(body) {
   if (body === message.text) return endEdit();
   try {
     const edited = (await api('PUT', `/v3/messages/${message.id}`, { data: { text: body } })).data;
-    Object.assign(message, { text: edited.text, editedAt: edited.editedAt, mentionedUids: edited.mentionedUids });
-    renderMessage(message);
+    // The list's own copy, which live events keep: a moderator may have deleted the edit already.
+    const shown = state.messages.get(message.id) || message;
+    if (!shown.deletedAt) {
+      Object.assign(shown, { text: edited.text, editedAt: edited.editedAt, mentionedUids: edited.mentionedUids });
+      renderMessage(shown);
+    }
     endEdit();
   } catch (error) {
     toast(describe(error));

@@ -342,6 +342,25 @@ import Testing
         }
     }
 
+    /// Two edits within one second of the clock: the second, adding a listed word, is judged on its
+    /// own text (the word-list cache took it for the first, whose `editedAt` second it shares).
+    @Test func aSecondEditWithinTheSameSecondIsScannedAgain() async throws {
+        let rules = """
+              - on: edited
+                when: { contains_words: [spamword] }
+                do: [delete]
+            """
+        try await withTestHost(config: hostConfig, bots: ["b.yaml": botFile(rules)]) { chat in
+            let message = try await chat.post("first draft", as: "carol", to: .group("room"))
+            let first = try await chat.service.edit(message.id, text: "second draft", as: "carol")
+            try await chat.settle()
+            let second = try await chat.service.edit(message.id, text: "now with spamword", as: "carol")
+            #expect(first.editedAt == second.editedAt)
+            try await chat.settle()
+            #expect(try await chat.service.message(message.id, as: "alice").deletedAt != 0)
+        }
+    }
+
     @Test func senderIsBotAndHears() async throws {
         let other = """
             name: echo

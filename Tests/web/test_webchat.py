@@ -507,6 +507,14 @@ class QuoteReplyTests(WebChatTestCase):
         self.server.api("PUT", f"/v3/messages/{theirs['id']}", {"data": {"text": "yours now"}}, as_uid="carol")
         page.wait_until(lambda: "yours now" in page.message(theirs["id"]).text, what="carol's edit, live")
         self.assertTrue(page.message(theirs["id"]).find_elements(By.CSS_SELECTOR, '[data-testid="edited-mark"]'))
+        # The shipped moderator's edit rule, tried from the page: an edit that adds a listed word
+        # is deleted.
+        page.sheet_items(mine["id"])["action-edit"].click()
+        text.clear()
+        page.type('[data-testid="composer-text"]', "now with spamword")
+        page.click('[data-testid="send"]')
+        page.wait_until(lambda: "This message was deleted" in page.message(mine["id"]).text,
+                        what="the moderator deleting the edited message")
 
 
 class PinSaveTests(WebChatTestCase):

@@ -151,7 +151,7 @@ func benchmarkSend() async throws {
 /// SQLite inserting the same rows with the same schema and pragmas (`bench/sqlite-limit/insert.c`,
 /// run when `PERCH_SQLITE_LIMIT` names its binary): how close the store gets to its limit.
 func benchmarkStoreLimit() async throws {
-    let sends = 20_000
+    let sends = Int(ProcessInfo.processInfo.environment["PERCH_BENCH_SENDS"] ?? "") ?? 20_000
     let chat = try BenchChat()
     let service = chat.service
     for uid in ["a", "b", "c"] { _ = try await service.createUser(uid: uid, name: uid) }

@@ -16,6 +16,7 @@ let scenarios: [String: () async throws -> Void] = [
     "wakes": benchmarkWakes,
     "retention": benchmarkRetention,
     "open": benchmarkOpen,
+    "encode": benchmarkEncode,
 ]
 let requested = CommandLine.arguments.dropFirst().first
 guard requested == nil || scenarios[requested!] != nil else {

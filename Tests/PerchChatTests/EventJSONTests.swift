@@ -144,6 +144,14 @@ import Testing
         let quoted = JSONWriter.quoted(text)
         #expect(try JSONDecoder().decode(String.self, from: Data(quoted.utf8)) == text)
         #expect(quoted.contains("\\u0007"))
+        // Runs longer and shorter than 16 bytes between escapes, at both ends, growing the buffer
+        // from one byte: each comes back as written.
+        let long = "\"" + String(repeating: "x", count: 40) + "\u{1F}é" + String(repeating: "🎉", count: 700) + "\\"
+        for sample in [long, "\n", "", "short\"", String(repeating: "y", count: 17) + "\t"] {
+            var writer = JSONWriter(capacity: 1)
+            writer.string(sample)
+            #expect(try JSONDecoder().decode(String.self, from: Data(writer.bytes)) == sample)
+        }
     }
 
     @Test func deepNestingIsRefusedNotReadUntilTheStackRunsOut() throws {

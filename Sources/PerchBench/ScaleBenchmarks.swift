@@ -139,7 +139,8 @@ func benchmarkSend() async throws {
     _ = try await service.createGroup(guid: "g", name: "G", owner: "a")
     try await service.addMembers(to: "g", [("b", .participant), ("c", .participant)], by: "a")
     var index = 0
-    let send = try await measure(runs: 3_000, warmup: 200) {
+    let runs = Int(ProcessInfo.processInfo.environment["PERCH_BENCH_SENDS"] ?? "") ?? 3_000
+    let send = try await measure(runs: runs, warmup: 200) {
         index += 1
         _ = try await service.send(MessageDraft(to: .group("g"), text: "!ping \(index)"), as: "a")
     }

@@ -26,4 +26,25 @@ import Testing
     func noCommand(text: String, prefix: String) {
         #expect(BotRuntime.command(in: text, prefix: prefix) == nil)
     }
+
+    /// The byte path for ASCII gives the character path's answer: every pair of a few prefixes and
+    /// texts made of the characters that matter (ASCII whitespace of each kind, capitals, a CRLF,
+    /// a prefix's own characters).
+    @Test func theASCIIPathAgreesWithTheCharacterPath() {
+        let pieces = ["", " ", "\t", "\n", "\r\n", "\u{0B}", "\u{0C}", "!", "!!", "bot:", "Ping", "ping", "x", "A b"]
+        var texts: [String] = []
+        for first in pieces {
+            for second in pieces {
+                for third in pieces { texts.append(first + second + third) }
+            }
+        }
+        for prefix in ["!", "bot: ", "!!", " "] {
+            for text in texts {
+                let ascii = BotRuntime.asciiCommand(in: text, prefix: prefix)
+                let characters = BotRuntime.characterCommand(in: text, prefix: prefix)
+                #expect(ascii?.name == characters?.name, "\(text.debugDescription) with \(prefix.debugDescription)")
+                #expect(ascii?.args == characters?.args, "\(text.debugDescription) with \(prefix.debugDescription)")
+            }
+        }
+    }
 }

@@ -8,7 +8,7 @@ import PerchService
 /// the open after a clean close, which skips the check. The cache is emptied for the file with
 /// `posix_fadvise(DONTNEED)`, which needs no privilege. Then the copy `perch backup` makes of it.
 func benchmarkOpen() async throws {
-    let count = Int(ProcessInfo.processInfo.environment["PERCH_BENCH_OPEN_MESSAGES"] ?? "") ?? 300_000
+    let count = environmentInt("PERCH_BENCH_OPEN_MESSAGES", default: 300_000)
     let chat = try BenchChat()
     let service = chat.service
     _ = try await service.createUser(uid: "a", name: "A")

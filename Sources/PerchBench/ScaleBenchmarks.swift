@@ -139,7 +139,7 @@ func benchmarkSend() async throws {
     _ = try await service.createGroup(guid: "g", name: "G", owner: "a")
     try await service.addMembers(to: "g", [("b", .participant), ("c", .participant)], by: "a")
     var index = 0
-    let runs = Int(ProcessInfo.processInfo.environment["PERCH_BENCH_SENDS"] ?? "") ?? 3_000
+    let runs = environmentInt("PERCH_BENCH_SENDS", default: 3_000)
     let send = try await measure(runs: runs, warmup: 200) {
         index += 1
         _ = try await service.send(MessageDraft(to: .group("g"), text: "!ping \(index)"), as: "a")
@@ -152,7 +152,7 @@ func benchmarkSend() async throws {
 /// SQLite inserting the same rows with the same schema and pragmas (`bench/sqlite-limit/insert.c`,
 /// run when `PERCH_SQLITE_LIMIT` names its binary): how close the store gets to its limit.
 func benchmarkStoreLimit() async throws {
-    let sends = Int(ProcessInfo.processInfo.environment["PERCH_BENCH_SENDS"] ?? "") ?? 20_000
+    let sends = environmentInt("PERCH_BENCH_SENDS", default: 20_000)
     let chat = try BenchChat()
     let service = chat.service
     for uid in ["a", "b", "c"] { _ = try await service.createUser(uid: uid, name: uid) }

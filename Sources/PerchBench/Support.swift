@@ -39,6 +39,11 @@ func measure(runs: Int, warmup: Int = 50, _ body: () async throws -> Void) async
     return (samples[samples.count / 2], samples[min(samples.count - 1, samples.count * 99 / 100)])
 }
 
+/// A whole number from the environment variable `name`, or `fallback` when it is unset or not one.
+func environmentInt(_ name: String, default fallback: Int) -> Int {
+    Int(ProcessInfo.processInfo.environment[name] ?? "") ?? fallback
+}
+
 /// Prints one figure as a JSON line.
 func report(_ scenario: String, _ fields: [String: Any]) {
     var object = fields

@@ -13,7 +13,7 @@ import PerchService
 /// followers' wake-ups. `PERCH_BENCH_FOLLOWERS` sets the number of followers (0 gives the cost of
 /// the paced sends alone).
 func benchmarkWakes() async throws {
-    let followers = max(0, Int(ProcessInfo.processInfo.environment["PERCH_BENCH_FOLLOWERS"] ?? "") ?? 500)
+    let followers = max(0, environmentInt("PERCH_BENCH_FOLLOWERS", default: 500))
     let sends = 1_000
     var fields: [String: Any] = ["followers": followers, "sends": sends]
     for (key, filtered, ownRooms) in [

@@ -149,8 +149,7 @@ final class BotRuntime: Sendable {
         while index != utf8.endIndex, isSpace(utf8[index]) { utf8.formIndex(after: &index) }
         var end = utf8.endIndex
         while end != index, isSpace(utf8[utf8.index(before: end)]) { utf8.formIndex(before: &end) }
-        let lower = name.utf8.allSatisfy { !(UInt8(ascii: "A")...UInt8(ascii: "Z")).contains($0) }
-        return (lower ? String(name) : name.lowercased(), String(text[index..<end]))
+        return (commandName(name), String(text[index..<end]))
     }
 
     /// ``command(in:prefix:)`` character by character, for any text.
@@ -163,9 +162,14 @@ final class BotRuntime: Sendable {
         // The arguments without surrounding whitespace, sliced in place (no reversed copies).
         let rest = body[name.endIndex...].drop { $0.isWhitespace }
         let end = rest.lastIndex { !$0.isWhitespace }.map { rest.index(after: $0) } ?? rest.startIndex
-        // Lowered only when it has to be (a copy and Unicode's tables, at every message).
+        return (commandName(name), String(rest[..<end]))
+    }
+
+    /// A command's name in lower case, lowered only when it has to be (a copy and Unicode's
+    /// tables, at every message).
+    private static func commandName(_ name: Substring) -> String {
         let lower = name.utf8.allSatisfy { $0 < 0x80 && !(UInt8(ascii: "A")...UInt8(ascii: "Z")).contains($0) }
-        return (lower ? String(name) : name.lowercased(), String(rest[..<end]))
+        return lower ? String(name) : name.lowercased()
     }
 
     /// The rules that fire for `facts`, in file order.

@@ -1184,11 +1184,12 @@ final class EventNotifier: Sendable {
 /// last `capacity`). Only committed events enter it (from the writer after the commit, or from a
 /// reader that decoded one), and an event never changes once written, so a hit is always right.
 final class EventCache: Sendable {
-    /// The slots, with each slot's sequence and audience also kept apart: a page looks at thousands
-    /// of slots' sequences and audiences, and reading them from the entries copied each whole
-    /// event (its message and all), about a microsecond a slot.
+    /// The slots, each entry's parts (event, sequence, audience, size) in arrays of their own: a page
+    /// looks at thousands of slots' sequences and audiences, and reading them from whole entries
+    /// copied each event (its message and all), about a microsecond a slot; and it copies only the
+    /// events it returns, not their audiences too.
     private struct Ring {
-        var entries: [CachedEvent?]
+        var events: [ChatEvent?]
         var seqs: [Int64]
         var audiences: [EventAudience?]
         var sizes: [Int]
@@ -1200,7 +1201,7 @@ final class EventCache: Sendable {
 
         mutating func clear(_ slot: Int) {
             bytes -= sizes[slot]
-            entries[slot] = nil
+            events[slot] = nil
             seqs[slot] = 0
             audiences[slot] = nil
             sizes[slot] = 0
@@ -1219,7 +1220,7 @@ final class EventCache: Sendable {
         self.budget = budget
         ring = Lock(
             Ring(
-                entries: Array(repeating: nil, count: capacity), seqs: Array(repeating: 0, count: capacity),
+                events: Array(repeating: nil, count: capacity), seqs: Array(repeating: 0, count: capacity),
                 audiences: Array(repeating: nil, count: capacity), sizes: Array(repeating: 0, count: capacity)))
     }
 
@@ -1233,7 +1234,7 @@ final class EventCache: Sendable {
                 if entry.audience == nil, ring.seqs[slot] == seq { continue }
                 // An empty slot's size is 0; a taken one gives its bytes back.
                 ring.bytes += entry.size - ring.sizes[slot]
-                ring.entries[slot] = entry
+                ring.events[slot] = entry.event
                 ring.seqs[slot] = seq
                 ring.audiences[slot] = entry.audience
                 ring.sizes[slot] = entry.size
@@ -1260,12 +1261,17 @@ final class EventCache: Sendable {
     func entry(_ seq: Int64) -> CachedEvent? {
         ring.withLock { ring in
             let slot = Int(seq % Int64(capacity))
-            guard ring.seqs[slot] == seq else { return nil }
-            return ring.entries[slot]
+            guard ring.seqs[slot] == seq, let event = ring.events[slot] else { return nil }
+            return CachedEvent(event: event, audience: ring.audiences[slot], size: ring.sizes[slot])
         }
     }
 
-    func event(_ seq: Int64) -> ChatEvent? { entry(seq)?.event }
+    func event(_ seq: Int64) -> ChatEvent? {
+        ring.withLock { ring in
+            let slot = Int(seq % Int64(capacity))
+            return ring.seqs[slot] == seq ? ring.events[slot] : nil
+        }
+    }
 
     /// The page of `uid`'s events after `seq` through `latest` (`uid` in `groups`, leaving out those
     /// excluded for `session`), read under one lock, looking only at each slot's sequence and
@@ -1285,9 +1291,9 @@ final class EventCache: Sendable {
                 if audience.group.map(groups.contains) ?? false || audience.users.contains(uid) {
                     visible += 1
                     if audience.excludedSession == nil || audience.excludedSession != session,
-                        let entry = ring.entries[slot]
+                        let event = ring.events[slot]
                     {
-                        page.events.append(entry.event)
+                        page.events.append(event)
                     }
                     if visible == limit {
                         page.scannedThrough = next

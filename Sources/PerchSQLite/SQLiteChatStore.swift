@@ -1199,6 +1199,15 @@ final class EventCache: Sendable {
         /// slot after the last one it cleared takes the oldest first.
         var hand = 0
 
+        /// The slot of event `seq` (sequences start at 1, and slot follows slot).
+        func slot(of seq: Int64) -> Int { Int(seq % Int64(seqs.count)) }
+
+        /// The slot holding event `seq`, if it is here.
+        func slot(holding seq: Int64) -> Int? {
+            let slot = slot(of: seq)
+            return seqs[slot] == seq ? slot : nil
+        }
+
         mutating func clear(_ slot: Int) {
             bytes -= sizes[slot]
             events[slot] = nil
@@ -1230,7 +1239,7 @@ final class EventCache: Sendable {
         ring.withLock { ring in
             for entry in entries {
                 let seq = entry.event.seq
-                let slot = Int(seq % Int64(capacity))
+                let slot = ring.slot(of: seq)
                 if entry.audience == nil, ring.seqs[slot] == seq { continue }
                 // An empty slot's size is 0; a taken one gives its bytes back.
                 ring.bytes += entry.size - ring.sizes[slot]
@@ -1260,17 +1269,13 @@ final class EventCache: Sendable {
 
     func entry(_ seq: Int64) -> CachedEvent? {
         ring.withLock { ring in
-            let slot = Int(seq % Int64(capacity))
-            guard ring.seqs[slot] == seq, let event = ring.events[slot] else { return nil }
+            guard let slot = ring.slot(holding: seq), let event = ring.events[slot] else { return nil }
             return CachedEvent(event: event, audience: ring.audiences[slot], size: ring.sizes[slot])
         }
     }
 
     func event(_ seq: Int64) -> ChatEvent? {
-        ring.withLock { ring in
-            let slot = Int(seq % Int64(capacity))
-            return ring.seqs[slot] == seq ? ring.events[slot] : nil
-        }
+        ring.withLock { ring in ring.slot(holding: seq).flatMap { ring.events[$0] } }
     }
 
     /// The page of `uid`'s events after `seq` through `latest` (`uid` in `groups`, leaving out those
@@ -1285,7 +1290,7 @@ final class EventCache: Sendable {
             var visible = 0
             var next = seq + 1
             while next <= latest {
-                let slot = Int(next % Int64(capacity))
+                let slot = ring.slot(of: next)
                 // A slot's sequence is set only with its entry (sequences start at 1).
                 guard ring.seqs[slot] == next, let audience = ring.audiences[slot] else { return nil }
                 if audience.group.map(groups.contains) ?? false || audience.users.contains(uid) {

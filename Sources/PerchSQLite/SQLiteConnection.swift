@@ -231,10 +231,10 @@ private struct StatementKey: Hashable {
     func hash(into hasher: inout Hasher) {
         let utf8 = sql.utf8
         hasher.combine(utf8.count)
-        let tail = utf8.withContiguousStorageIfAvailable { buffer in
+        let hashedInPlace: Void? = utf8.withContiguousStorageIfAvailable { buffer in
             hasher.combine(bytes: UnsafeRawBufferPointer(UnsafeBufferPointer(rebasing: buffer.suffix(48))))
         }
-        if tail == nil {
+        if hashedInPlace == nil {
             for byte in utf8.suffix(48) { hasher.combine(byte) }
         }
     }

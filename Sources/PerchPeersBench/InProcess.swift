@@ -9,7 +9,8 @@ import Synchronization
 /// peers-v1 in-process: the bench configuration's two YAML bots on a `BotHost` with the embedded
 /// service and its durable SQLite store; the person's messages go in through `ChatService.send`
 /// (the host's inbound path: committed, then delivered to each bot's event stream) and replies are
-/// observed at the host's outbound tap, after they are committed.
+/// observed at the host's outbound tap, after they are committed (and, as a second figure, where
+/// they leave the bot, before their commit: the peers' observation point).
 final class InProcessInjector: Injector {
     let service: ChatService
     let order: Mutex<[Int64]>
@@ -79,7 +80,8 @@ func runInProcess(_ options: Options, configPath: String, spawnedAt: UInt64) asy
         configuration: loaded,
         options: BotHost.Options(
             dataDirectory: directory, logger: HostLogger(minimum: .warning), schedulesFromTimer: false,
-            outbound: { _, message in router.deliver(message.text ?? "") }, executor: executor))
+            outbound: { _, message in router.deliver(message.text ?? "") },
+            leaving: { _, draft in router.leaving(draft.text ?? "") }, executor: executor))
     try await host.start()
     guard let service = await host.service else { throw BenchError("the host has no service") }
     let injector = InProcessInjector(service: service, count: options.count)

@@ -26,6 +26,12 @@ final class ReplyRouter: Sendable {
         tracker.withLock { $0 }?.replied(text, at: now)
     }
 
+    /// One reply as it leaves the bot, before the service commits it (in process only).
+    func leaving(_ text: String) {
+        let now = monotonicNanoseconds()
+        tracker.withLock { $0 }?.left(text, at: now)
+    }
+
     /// The time the probe's reply was observed; nil after `idle` seconds without it.
     func probeReply(idle: Double) async -> UInt64? {
         let timeout = Task {

@@ -56,6 +56,8 @@ final class Tracker: Sendable {
     struct State {
         var injectedAt: [UInt64]
         var repliedAt: [UInt64]
+        /// When each reply left its bot (in process: the host's `leaving` tap), 0 where not seen.
+        var leftAt: [UInt64]
         var count = 0
         var errors = 0
         var samples: [String] = []
@@ -70,13 +72,24 @@ final class Tracker: Sendable {
     init(count: Int) {
         self.count = count
         state = Mutex(
-            State(injectedAt: Array(repeating: 0, count: count), repliedAt: Array(repeating: 0, count: count)))
+            State(
+                injectedAt: Array(repeating: 0, count: count), repliedAt: Array(repeating: 0, count: count),
+                leftAt: Array(repeating: 0, count: count)))
     }
 
     var progress: Int { state.withLock { $0.count + $0.errors } }
     var isComplete: Bool { state.withLock { $0.complete } }
 
     func injected(_ index: Int, at time: UInt64) { state.withLock { $0.injectedAt[index] = time } }
+
+    /// A reply leaving its bot at `time`; the checks are ``replied(_:at:)``'s, at its commit.
+    func left(_ text: String, at time: UInt64) {
+        guard let index = Workload.index(ofReply: text), index >= 0, index < count, text == Workload.reply(index)
+        else { return }
+        state.withLock { state in
+            if state.leftAt[index] == 0 { state.leftAt[index] = time }
+        }
+    }
 
     func replied(_ text: String, at time: UInt64) {
         let resume = state.withLock { state -> CheckedContinuation<Bool, Never>? in
@@ -184,16 +197,15 @@ final class Tracker: Sendable {
     func summary(mode: String) -> [String: Any] {
         state.withLock { state in
             let valid = state.count == count && state.errors == 0 && !state.repliedAt.contains(0)
-            let latencies = zip(state.injectedAt, state.repliedAt).filter { $0.1 != 0 }
-                .map { Double($0.1 &- $0.0) / 1e6 }.sorted()
+            let latencies = Self.latencies(from: state.injectedAt, to: state.repliedAt)
             let firstIn = state.injectedAt.min() ?? 0
             let lastOut = state.repliedAt.max() ?? 0
             let wall = valid ? Double(lastOut - firstIn) / 1e9 : .nan
-            func percentile(_ q: Double) -> Double {
+            func percentile(_ q: Double, of latencies: [Double] = latencies) -> Double {
                 guard !latencies.isEmpty else { return .nan }
                 return latencies[max(1, Int((q * Double(latencies.count)).rounded(.up))) - 1]
             }
-            return [
+            var summary: [String: Any] = [
                 "mode": mode, "n": count, "replies_ok": state.count, "errors": state.errors,
                 "extra_replies": state.extra, "error_samples": state.samples, "valid": valid,
                 "wall_s": wall, "msgs_per_s": valid && wall > 0 ? Double(count) / wall : .nan,
@@ -203,7 +215,24 @@ final class Tracker: Sendable {
                 "lat_mean_ms": latencies.isEmpty ? .nan : latencies.reduce(0, +) / Double(latencies.count),
                 "maxrss_kb_after": maximumResidentKilobytes(),
             ]
+            // Where the peers' replies are observed (their host handing a reply to its transport):
+            // Perch's reply as it leaves the bot, before its commit. Reported beside the committed
+            // figures, which stay the row's.
+            let left = Self.latencies(from: state.injectedAt, to: state.leftAt)
+            if !left.isEmpty {
+                summary["leaving_count"] = left.count
+                summary["leaving_lat_p50_ms"] = percentile(0.50, of: left)
+                summary["leaving_lat_p99_ms"] = percentile(0.99, of: left)
+                summary["leaving_lat_mean_ms"] = left.reduce(0, +) / Double(left.count)
+            }
+            return summary
         }
+    }
+
+    /// Milliseconds from each injection to its reply's `times` entry, sorted; replies not seen
+    /// (0) left out.
+    private static func latencies(from injected: [UInt64], to times: [UInt64]) -> [Double] {
+        zip(injected, times).filter { $0.1 != 0 }.map { Double($0.1 &- $0.0) / 1e6 }.sorted()
     }
 
     /// Waits out the grace window in which any reply is an extra (and an error).

@@ -13,15 +13,18 @@ final class ActionRuntime: Sendable {
     let conversationLimiters: ConversationBuckets
     let now: @Sendable () -> Double
     let outbound: (@Sendable (String, Message) -> Void)?
+    let leaving: (@Sendable (String, MessageDraft) -> Void)?
     /// `perch_actions_total{action="send"}` of this bot (every reply adds to it).
     private let sends: HostMetrics.Counter
 
     init(
         service: ChatService, bus: HostEventBus, metrics: HostMetrics, botName: String, perMinute: Int, burst: Int,
         perConversationPerMinute: Int, now: @escaping @Sendable () -> Double,
-        outbound: (@Sendable (String, Message) -> Void)? = nil
+        outbound: (@Sendable (String, Message) -> Void)? = nil,
+        leaving: (@Sendable (String, MessageDraft) -> Void)? = nil
     ) {
         self.outbound = outbound
+        self.leaving = leaving
         self.service = service
         self.bus = bus
         self.metrics = metrics
@@ -45,7 +48,7 @@ final class ActionRuntime: Sendable {
     }
 
     func send(_ draft: MessageDraft, context: BotContext) async throws(ChatError) -> Message {
-        let sent = try await service.send(try prepare(draft, context: context), as: context.bot.uid)
+        let sent = try await service.send(try handedOver(draft, context: context), as: context.bot.uid)
         delivered(sent)
         return sent
     }
@@ -57,7 +60,7 @@ final class ActionRuntime: Sendable {
         -> Message
     {
         let pending = try service.queueSend(
-            try prepare(draft, context: context), as: context.bot.uid, callerGoesOn: callerGoesOn)
+            try handedOver(draft, context: context), as: context.bot.uid, callerGoesOn: callerGoesOn)
         // Counted and tapped at its commit, not when the bot next waits for its queued sends.
         pending.whenSent { self.delivered($0) }
         return { () async throws(ChatError) -> Message in try await pending.message }
@@ -71,6 +74,14 @@ final class ActionRuntime: Sendable {
         draft.metadata = Self.withHops(draft.metadata, hops: LoopGuard.outgoingHops(for: context))
         try admit(conversation: draft.receiver.conversationId(sender: context.bot.uid))
         return draft
+    }
+
+    /// The draft as it leaves the bot for the service (``prepare(_:context:)``), shown to the
+    /// `leaving` tap.
+    private func handedOver(_ draft: MessageDraft, context: BotContext) throws(ChatError) -> MessageDraft {
+        let prepared = try prepare(draft, context: context)
+        leaving?(botName, prepared)
+        return prepared
     }
 
     private func delivered(_ sent: Message) {

@@ -35,6 +35,11 @@ public actor BotHost {
         /// Sees every message a bot sends, once it is committed: where a message leaves the host
         /// for its backend (benchmarks observe replies here; a connector's outbound queue sits here).
         public var outbound: (@Sendable (_ bot: String, _ message: Message) -> Void)?
+        /// Sees every message a bot sends as it leaves the bot, handed to the service, before the
+        /// service checks and commits it (``outbound`` sees it committed). peers-v1 observes the
+        /// peers' replies at this point, where their host hands a reply to its transport; the
+        /// benchmark reports both.
+        public var leaving: (@Sendable (_ bot: String, _ draft: MessageDraft) -> Void)?
         /// Where the bots' consumers run: nil for the shared cooperative pool; a ``HostExecutor`` that
         /// a connector's inbound task prefers too, so a message and its bots' replies are handled on
         /// one thread without waking another; or a `JoiningExecutor` (`perch run`), which runs the
@@ -49,10 +54,12 @@ public actor BotHost {
             registry: PluginRegistry = .standard, monotonic: @escaping @Sendable () -> Double = BotHost.uptime,
             schedulesFromTimer: Bool = true, consumeEvents: Bool = true,
             outbound: (@Sendable (_ bot: String, _ message: Message) -> Void)? = nil,
+            leaving: (@Sendable (_ bot: String, _ draft: MessageDraft) -> Void)? = nil,
             executor: (any TaskExecutor)? = nil, httpClient: (any PluginHTTPClient)? = nil
         ) {
             self.httpClient = httpClient
             self.outbound = outbound
+            self.leaving = leaving
             self.executor = executor
             self.consumeEvents = consumeEvents
             self.dataDirectory = dataDirectory
@@ -222,7 +229,7 @@ public actor BotHost {
                 service: service, bus: bus, metrics: metrics, botName: bot.identity.name,
                 perMinute: bot.configuration.rateLimit.perMinute, burst: bot.configuration.rateLimit.burst,
                 perConversationPerMinute: bot.configuration.rateLimit.perConversationPerMinute, now: options.monotonic,
-                outbound: options.outbound)
+                outbound: options.outbound, leaving: options.leaving)
             for (name, plugin) in bot.plugins {
                 (plugin as? any HostAttached)?.attach(logger: botLogger, metrics: metrics, bot: bot.identity)
                 bus.register(id: "plugin:\(bot.identity.name):\(name)") { event in

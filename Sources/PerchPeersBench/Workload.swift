@@ -82,10 +82,10 @@ final class Tracker: Sendable {
 
     func injected(_ index: Int, at time: UInt64) { state.withLock { $0.injectedAt[index] = time } }
 
-    /// A reply leaving its bot at `time`; the checks are ``replied(_:at:)``'s, at its commit.
+    /// A reply leaving its bot at `time`; the checks are ``replied(_:at:)``'s, at its commit (a
+    /// wrong reply voids the run there).
     func left(_ text: String, at time: UInt64) {
-        guard let index = Workload.index(ofReply: text), index >= 0, index < count, text == Workload.reply(index)
-        else { return }
+        guard let index = Workload.index(ofReply: text), index >= 0, index < count else { return }
         state.withLock { state in
             if state.leftAt[index] == 0 { state.leftAt[index] = time }
         }
@@ -201,16 +201,12 @@ final class Tracker: Sendable {
             let firstIn = state.injectedAt.min() ?? 0
             let lastOut = state.repliedAt.max() ?? 0
             let wall = valid ? Double(lastOut - firstIn) / 1e9 : .nan
-            func percentile(_ q: Double, of latencies: [Double] = latencies) -> Double {
-                guard !latencies.isEmpty else { return .nan }
-                return latencies[max(1, Int((q * Double(latencies.count)).rounded(.up))) - 1]
-            }
             var summary: [String: Any] = [
                 "mode": mode, "n": count, "replies_ok": state.count, "errors": state.errors,
                 "extra_replies": state.extra, "error_samples": state.samples, "valid": valid,
                 "wall_s": wall, "msgs_per_s": valid && wall > 0 ? Double(count) / wall : .nan,
                 "inject_span_s": Double((state.injectedAt.max() ?? 0) - firstIn) / 1e9,
-                "lat_p50_ms": percentile(0.50), "lat_p99_ms": percentile(0.99),
+                "lat_p50_ms": Self.percentile(0.50, of: latencies), "lat_p99_ms": Self.percentile(0.99, of: latencies),
                 "lat_max_ms": latencies.last ?? .nan,
                 "lat_mean_ms": latencies.isEmpty ? .nan : latencies.reduce(0, +) / Double(latencies.count),
                 "maxrss_kb_after": maximumResidentKilobytes(),
@@ -221,12 +217,18 @@ final class Tracker: Sendable {
             let left = Self.latencies(from: state.injectedAt, to: state.leftAt)
             if !left.isEmpty {
                 summary["leaving_count"] = left.count
-                summary["leaving_lat_p50_ms"] = percentile(0.50, of: left)
-                summary["leaving_lat_p99_ms"] = percentile(0.99, of: left)
+                summary["leaving_lat_p50_ms"] = Self.percentile(0.50, of: left)
+                summary["leaving_lat_p99_ms"] = Self.percentile(0.99, of: left)
                 summary["leaving_lat_mean_ms"] = left.reduce(0, +) / Double(left.count)
             }
             return summary
         }
+    }
+
+    /// The `q` quantile of sorted `latencies` (nearest rank, as `common.percentile`), NaN when empty.
+    private static func percentile(_ q: Double, of latencies: [Double]) -> Double {
+        guard !latencies.isEmpty else { return .nan }
+        return latencies[max(1, Int((q * Double(latencies.count)).rounded(.up))) - 1]
     }
 
     /// Milliseconds from each injection to its reply's `times` entry, sorted; replies not seen

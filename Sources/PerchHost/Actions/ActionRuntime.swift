@@ -48,7 +48,7 @@ final class ActionRuntime: Sendable {
     }
 
     func send(_ draft: MessageDraft, context: BotContext) async throws(ChatError) -> Message {
-        let sent = try await service.send(try handedOver(draft, context: context), as: context.bot.uid)
+        let sent = try await service.send(try prepare(draft, context: context), as: context.bot.uid)
         delivered(sent)
         return sent
     }
@@ -60,28 +60,21 @@ final class ActionRuntime: Sendable {
         -> Message
     {
         let pending = try service.queueSend(
-            try handedOver(draft, context: context), as: context.bot.uid, callerGoesOn: callerGoesOn)
+            try prepare(draft, context: context), as: context.bot.uid, callerGoesOn: callerGoesOn)
         // Counted and tapped at its commit, not when the bot next waits for its queued sends.
         pending.whenSent { self.delivered($0) }
         return { () async throws(ChatError) -> Message in try await pending.message }
     }
 
     /// The draft as the bot sends it: a deterministic muid, the loop guard's hop count, after the
-    /// rate limits admit it.
+    /// rate limits admit it. It leaves the bot here: the `leaving` tap sees it.
     private func prepare(_ draft: MessageDraft, context: BotContext) throws(ChatError) -> MessageDraft {
         var draft = draft
         if draft.muid.isEmpty { draft.muid = context.nextMuid() }
         draft.metadata = Self.withHops(draft.metadata, hops: LoopGuard.outgoingHops(for: context))
         try admit(conversation: draft.receiver.conversationId(sender: context.bot.uid))
+        leaving?(botName, draft)
         return draft
-    }
-
-    /// The draft as it leaves the bot for the service (``prepare(_:context:)``), shown to the
-    /// `leaving` tap.
-    private func handedOver(_ draft: MessageDraft, context: BotContext) throws(ChatError) -> MessageDraft {
-        let prepared = try prepare(draft, context: context)
-        leaving?(botName, prepared)
-        return prepared
     }
 
     private func delivered(_ sent: Message) {

@@ -80,8 +80,8 @@ func runInProcess(_ options: Options, configPath: String, spawnedAt: UInt64) asy
         configuration: loaded,
         options: BotHost.Options(
             dataDirectory: directory, logger: HostLogger(minimum: .warning), schedulesFromTimer: false,
-            outbound: { _, message in router.deliver(message.text ?? "") },
-            leaving: { _, draft in router.leaving(draft.text ?? "") }, executor: executor))
+            willSend: { _, draft in router.leaving(draft.text ?? "") },
+            didSend: { _, message in router.deliver(message.text ?? "") }, executor: executor))
     try await host.start()
     guard let service = await host.service else { throw BenchError("the host has no service") }
     let injector = InProcessInjector(service: service, count: options.count)

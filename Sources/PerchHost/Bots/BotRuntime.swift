@@ -4,7 +4,6 @@ import PerchConfig
 import PerchLock
 import PerchMatch
 import PerchService
-import Synchronization
 
 /// One bot at run time: decides, for each event of its user's stream, which rules fire, and runs
 /// their actions and its plugins' hooks.
@@ -15,7 +14,7 @@ final class BotRuntime: Sendable {
     let matchCache: MatchCache
     let strings: StringTable
     let logger: HostLogger
-    let runtime: ActionRuntime
+    let actions: BotActions
     let metrics: HostMetrics
     let maximumHops: Int
     /// `perch_events_dispatched_total` of this bot (every event it hears adds to it).
@@ -26,7 +25,7 @@ final class BotRuntime: Sendable {
 
     init(
         bot: CompiledBot, service: ChatService, matcher: WordListMatcher, matchCache: MatchCache, strings: StringTable,
-        logger: HostLogger, runtime: ActionRuntime, metrics: HostMetrics, maximumHops: Int
+        logger: HostLogger, actions: BotActions, metrics: HostMetrics, maximumHops: Int
     ) {
         self.bot = bot
         self.service = service
@@ -34,7 +33,7 @@ final class BotRuntime: Sendable {
         self.matchCache = matchCache
         self.strings = strings
         self.logger = logger
-        self.runtime = runtime
+        self.actions = actions
         self.metrics = metrics
         self.maximumHops = maximumHops
         dispatched = metrics.counter("perch_events_dispatched_total", ["bot": bot.identity.name])
@@ -120,56 +119,6 @@ final class BotRuntime: Sendable {
         if actor, facts.actor == nil, let uid = event.actor {
             facts.actor = uid == facts.sender?.uid ? facts.sender : try? await service.user(uid)
         }
-    }
-
-    /// The command `text` gives, its name in lower case: `!Follow` (a phone's keyboard capitalizes
-    /// the first letter) is `!follow`, and whitespace before the prefix is not the text's start.
-    static func command(in text: String, prefix: String) -> (name: String, args: String)? {
-        if text.utf8.allSatisfy({ $0 < 0x80 }), prefix.utf8.allSatisfy({ $0 < 0x80 }) {
-            return asciiCommand(in: text, prefix: prefix)
-        }
-        return characterCommand(in: text, prefix: prefix)
-    }
-
-    /// ``command(in:prefix:)`` on UTF-8 bytes, for a text and prefix in ASCII, where a byte is a
-    /// character and ASCII's whitespace (tab to carriage return, space) is `Character.isWhitespace`'s:
-    /// the same answer without breaking the text into grapheme clusters, which was 6% of the bots'
-    /// thread in a burst (perf).
-    static func asciiCommand(in text: String, prefix: String) -> (name: String, args: String)? {
-        let utf8 = text.utf8
-        func isSpace(_ byte: UInt8) -> Bool { byte == 0x20 || (0x09...0x0D).contains(byte) }
-        var index = utf8.startIndex
-        while index != utf8.endIndex, isSpace(utf8[index]) { utf8.formIndex(after: &index) }
-        guard utf8[index...].starts(with: prefix.utf8) else { return nil }
-        index = utf8.index(index, offsetBy: prefix.utf8.count)
-        let nameStart = index
-        while index != utf8.endIndex, !isSpace(utf8[index]) { utf8.formIndex(after: &index) }
-        guard index != nameStart else { return nil }
-        let name = text[nameStart..<index]
-        while index != utf8.endIndex, isSpace(utf8[index]) { utf8.formIndex(after: &index) }
-        var end = utf8.endIndex
-        while end != index, isSpace(utf8[utf8.index(before: end)]) { utf8.formIndex(before: &end) }
-        return (commandName(name), String(text[index..<end]))
-    }
-
-    /// ``command(in:prefix:)`` character by character, for any text.
-    static func characterCommand(in text: String, prefix: String) -> (name: String, args: String)? {
-        let start = text.drop { $0.isWhitespace }
-        guard start.hasPrefix(prefix) else { return nil }
-        let body = start.dropFirst(prefix.count)
-        let name = body.prefix { !$0.isWhitespace }
-        guard !name.isEmpty else { return nil }
-        // The arguments without surrounding whitespace, sliced in place (no reversed copies).
-        let rest = body[name.endIndex...].drop { $0.isWhitespace }
-        let end = rest.lastIndex { !$0.isWhitespace }.map { rest.index(after: $0) } ?? rest.startIndex
-        return (commandName(name), String(rest[..<end]))
-    }
-
-    /// A command's name in lower case, lowered only when it has to be (a copy and Unicode's
-    /// tables, at every message).
-    private static func commandName(_ name: Substring) -> String {
-        let lower = name.utf8.allSatisfy { $0 < 0x80 && !(UInt8(ascii: "A")...UInt8(ascii: "Z")).contains($0) }
-        return lower ? String(name) : name.lowercased()
     }
 
     /// The rules that fire for `facts`, in file order.
@@ -291,11 +240,11 @@ final class BotRuntime: Sendable {
     /// Handles one event: rules in order, then the plugins' hooks. Errors are logged and counted;
     /// nothing escapes.
     ///
-    /// With `pipeline`, an event whose last step is a message send does not wait for that send's
-    /// commit: the send is queued for the store's writer (which commits in arrival order) and the
-    /// lane goes on to its next event, so one conversation's replies share commits. The caller
-    /// awaits the pipeline before it moves the bot's cursor.
-    func handle(_ event: ChatEvent, pipeline: SendPipeline? = nil) async {
+    /// With `sends`, an event whose last step is a message send does not wait for that send's
+    /// commit: the send is queued (``QueuedSends``, which `callerGoesOn` is passed to) and the lane
+    /// goes on to its next event. The consumer saves its cursor past the event only once the send
+    /// is committed.
+    func handle(_ event: ChatEvent, queueingInto sends: QueuedSends? = nil, callerGoesOn: Bool = false) async {
         guard hears(event) else { return }
         dispatched.add()
         // The store is read only for what the rules' conditions need; the rest is read once a
@@ -312,40 +261,44 @@ final class BotRuntime: Sendable {
             logger.info("bot chain cut at \(maximumHops) hops", ["message": String(message.id)])
             return
         }
-        let sends = SendCounter()
+        let numbering = SendCounter()
         for (number, decision) in decisions.enumerated() {
-            let context = makeContext(facts, captures: decision.captures, sends: sends)
+            let context = makeContext(facts, captures: decision.captures, numbering: numbering)
             for (index, action) in decision.actions.enumerated() {
                 let isLastStep =
                     number == decisions.count - 1 && index == decision.actions.count - 1 && bot.plugins.isEmpty
-                if let pipeline, isLastStep, let answer = action.answer {
-                    // Queued for the writer now, in event order; the lane goes on and waits at its end.
-                    queue(answer, action: action, context: context, rule: decision.rule, into: pipeline)
+                if let sends, isLastStep, let answer = action.answer {
+                    // Handed to the store now, in event order; the lane goes on to its next event.
+                    queue(
+                        answer, action: action, context: context, rule: decision.rule, into: sends,
+                        callerGoesOn: callerGoesOn)
                 } else {
                     await perform(action, context: context, rule: decision.rule)
                 }
             }
         }
         if !bot.plugins.isEmpty {
-            let context = makeContext(facts, captures: [:], sends: sends)
+            let context = makeContext(facts, captures: [:], numbering: numbering)
             for (name, plugin) in bot.plugins.sorted(by: { $0.key < $1.key }) {
                 await guarded(plugin: name) { try await plugin.onEvent(context) }
             }
         }
     }
 
-    func makeContext(_ facts: Facts, captures: [String: String], sends: SendCounter = SendCounter()) -> BotContext {
+    func makeContext(_ facts: Facts, captures: [String: String], numbering: SendCounter = SendCounter()) -> BotContext {
         var all = captures
         if let command = facts.command, all["args"] == nil { all["args"] = command.args }
         return BotContext(
             bot: identity, event: facts.event, message: facts.message, parent: facts.parent, sender: facts.sender,
-            actor: facts.actor, captures: all, strings: strings, logger: logger, runtime: runtime,
-            command: facts.command, threadSubscriptionEnabled: bot.threadSubscriptionEnabled, sends: sends)
+            actor: facts.actor, captures: all, strings: strings, logger: logger, actions: actions,
+            command: facts.command, threadSubscriptionEnabled: bot.threadSubscriptionEnabled, numbering: numbering)
     }
 
-    /// Queues a message-sending action; its failure is logged and counted as `perform` does.
+    /// Queues a message-sending action into `sends`; its failure is logged and counted as
+    /// ``perform(_:context:rule:)`` does, now or at its commit.
     func queue(
-        _ answer: BotContext.Answer, action: Action, context: BotContext, rule: String, into pipeline: SendPipeline
+        _ answer: BotContext.Answer, action: Action, context: BotContext, rule: String, into sends: QueuedSends,
+        callerGoesOn: Bool
     ) {
         let template: Template
         switch action {
@@ -354,13 +307,10 @@ final class BotRuntime: Sendable {
         default: return
         }
         do {
-            let sent = try context.queue(answer, render(template, context), callerGoesOn: pipeline.more)
-            pipeline.add { [self] in
-                do throws(ChatError) {
-                    _ = try await sent()
-                } catch {
-                    failed(action, error, rule: rule)
-                }
+            try sends.queue(
+                try context.draft(answer, render(template, context)), context: context, callerGoesOn: callerGoesOn
+            ) { [self] error in
+                failed(action, error, rule: rule)
             }
         } catch {
             failed(action, error, rule: rule)
@@ -370,7 +320,7 @@ final class BotRuntime: Sendable {
     func failed(_ action: Action, _ error: ChatError, rule: String) {
         metrics.increment("perch_handler_errors_total", ["bot": identity.name])
         let kind = "\(rule) \(action.name) \(error.code.rawValue)"
-        guard let more = repeatedFailures.suffix(kind, at: runtime.now()) else { return }
+        guard let more = repeatedFailures.suffix(kind, at: actions.now()) else { return }
         logger.warning("\(action.name) failed: \(error.code.rawValue) \(error.message)\(more)", ["rule": rule])
     }
 
@@ -420,122 +370,9 @@ final class BotRuntime: Sendable {
             metrics.increment("perch_handler_errors_total", ["bot": identity.name])
             // Keyed by the error's type, not its text: a plugin's messages often name the event.
             let kind = "plugin \(name) \(String(reflecting: type(of: error)))"
-            guard let more = repeatedFailures.suffix(kind, at: runtime.now()) else { return }
+            guard let more = repeatedFailures.suffix(kind, at: actions.now()) else { return }
             logger.warning("plugin \(name) failed: \(error)\(more)")
         }
-    }
-
-    /// A template's text, cut to the service's longest text (`limits.messageTextBytes`) with an
-    /// ellipsis: a thread watcher quoting a root near the limit sent a text over it, which the
-    /// service refused, so the bot said nothing.
-    func render(_ template: Template, _ context: BotContext) -> String {
-        Self.fitting(fill(template, context), bytes: service.settings.messageTextBytes)
-    }
-
-    /// `text`, or its longest prefix of whole characters that fits in `bytes` with "…" after it.
-    static func fitting(_ text: String, bytes: Int) -> String {
-        guard text.utf8.count > bytes else { return text }
-        let ellipsis = bytes > 3 ? "…" : ""
-        let room = bytes - ellipsis.utf8.count
-        var used = 0
-        var end = text.startIndex
-        for character in text {
-            used += character.utf8.count
-            if used > room { break }
-            end = text.index(after: end)
-        }
-        return text[..<end] + ellipsis
-    }
-
-    private func fill(_ template: Template, _ context: BotContext) -> String {
-        template.render { path in
-            switch path.first {
-            case "sender":
-                return path.count == 2 ? (path[1] == "uid" ? context.sender?.uid : context.sender?.name) : nil
-            case "actor":
-                // An event logged before Perch recorded its actor reads as its sender's doing.
-                guard path.count == 2, let uid = context.event.actor ?? context.message?.sender else { return nil }
-                let user = context.event.actor == nil ? context.sender : context.actor
-                return path[1] == "uid" ? uid : user?.name ?? uid
-            case "message", "parent":
-                guard let message = path[0] == "message" ? context.message : context.parent, path.count == 2 else {
-                    return nil
-                }
-                switch path[1] {
-                case "id": return String(message.id)
-                // A quoted text mentions no one: its tokens become plain `@uid`.
-                case "text": return message.text.map(Mentions.quoted)
-                case "sender": return message.sender
-                default: return nil
-                }
-            case "group":
-                return context.message?.receiverType == .group
-                    ? context.message?.receiverUid : context.event.member?.guid
-            case "strings": return context.strings[path.dropFirst().joined(separator: ".")]
-            case "reaction": return context.event.reaction?.reaction
-            case "webhook":
-                var value = context.webhook
-                for key in path.dropFirst() { value = value?[key] }
-                if case .string(let text)? = value { return text }
-                if case .number(let number)? = value {
-                    return Int64(exactly: number).map(String.init) ?? String(number)
-                }
-                if case .bool(let flag)? = value { return String(flag) }
-                return nil
-            case let name?: return context.captures[name]
-            case nil: return nil
-            }
-        }
-    }
-}
-
-/// Word-list results by message, so several bots seeing one message scan it once.
-final class MatchCache: Sendable {
-    private let entries = Lock<[MatchKey: Set<Int>]>([:])
-
-    /// Keyed by the text itself, not by `editedAt`: that is in seconds, and a second edit within the
-    /// same second was given the first edit's result (a clean edit, then one adding a listed word,
-    /// went past the moderator).
-    struct MatchKey: Hashable {
-        var id: Int64
-        var text: String
-    }
-
-    func lists(for message: Message, matcher: WordListMatcher) -> Set<Int> {
-        guard matcher.listCount > 0, let text = message.text else { return [] }
-        // A message not stored (a dry run's, id 0) is not remembered: the next one has id 0 too.
-        guard message.id > 0 else { return matcher.matchingLists(in: text) }
-        let key = MatchKey(id: message.id, text: text)
-        if let cached = entries.withLock({ $0[key] }) { return cached }
-        let result = matcher.matchingLists(in: text)
-        entries.withLock { cache in
-            if cache.count > 4096 { cache.removeAll(keepingCapacity: true) }
-            cache[key] = result
-        }
-        return result
-    }
-}
-
-/// Sends a lane queued without waiting for their commits; awaited before the cursor moves.
-final class SendPipeline: Sendable {
-    private let waits = Lock<[@Sendable () async -> Void]>([])
-    private let following = Atomic<Bool>(false)
-
-    /// Whether the lane has more events in hand after the one being handled.
-    var more: Bool {
-        get { following.load(ordering: .relaxed) }
-        set { following.store(newValue, ordering: .relaxed) }
-    }
-
-    func add(_ wait: @escaping @Sendable () async -> Void) { waits.withLock { $0.append(wait) } }
-
-    /// Waits for every queued send to be committed (or to fail, which is logged).
-    func finish() async {
-        let all = waits.withLock { waits in
-            defer { waits.removeAll() }
-            return waits
-        }
-        for wait in all { await wait() }
     }
 }
 

@@ -65,7 +65,7 @@ extension BotHost {
             name: .customMessageReceived, conversationId: conversation, createdAt: options.clock.now())
         let context = BotContext(
             bot: runtime.identity, event: event, message: message, parent: nil, sender: nil, captures: [:],
-            strings: runtime.strings, logger: runtime.logger, runtime: runtime.runtime,
+            strings: runtime.strings, logger: runtime.logger, actions: runtime.actions,
             threadSubscriptionEnabled: runtime.bot.threadSubscriptionEnabled, webhook: webhook,
             muidPrefix: "perch:\(runtime.identity.name):\(key)")
         for action in rule.actions {

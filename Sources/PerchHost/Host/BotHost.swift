@@ -10,10 +10,10 @@ import PerchYAML
 /// The long-running host: opens the chat service, seeds it, runs every bot on its own user's event
 /// stream until stopped, and reloads the configuration on request.
 ///
-/// Each bot reads its stream from a durable cursor (`bot:<name>`), one page at a time: events of
-/// one conversation are handled in order, different conversations at once, and the cursor moves
-/// past a page only when all of it is handled. After a crash the page is handled again; sends carry
-/// deterministic muids and the other actions are idempotent, so nothing happens twice.
+/// The actor owns the host's life cycle (``State``: start, reload, stop, each re-checking the state
+/// after every `await`) and nothing on the path of an event: each bot's events are read and handled
+/// by its ``BotConsumer``, a task that reads the running bots from the ``BotRoster`` (a lock) and
+/// never enters this actor.
 public actor BotHost {
     public enum State: Sendable, Equatable {
         case idle, starting, running, reloading, stopping, stopped
@@ -32,14 +32,15 @@ public actor BotHost {
         /// Runs the bots' consumers. Off for `perch dry-run`, which must not handle any event (a
         /// running host may share the database and the bots' cursors).
         public var consumeEvents: Bool
-        /// Sees every message a bot sends, once it is committed: where a message leaves the host
-        /// for its backend (benchmarks observe replies here; a connector's outbound queue sits here).
-        public var outbound: (@Sendable (_ bot: String, _ message: Message) -> Void)?
-        /// Sees every message a bot sends as it leaves the bot, handed to the service, before the
-        /// service checks and commits it (``outbound`` sees it committed). peers-v1 observes the
-        /// peers' replies at this point, where their host hands a reply to its transport; the
-        /// benchmark reports both.
-        public var leaving: (@Sendable (_ bot: String, _ draft: MessageDraft) -> Void)?
+        /// Called with every message a bot sends as it leaves the bot: muid and loop-guard metadata
+        /// set, rate limits passed, before the chat service checks and commits it (a message the
+        /// service then refuses was seen here and never reaches ``didSend``). For an embedder that
+        /// mirrors or logs what its bots say as they say it. Runs on the bot's thread: keep it quick.
+        public var willSend: (@Sendable (_ bot: String, _ draft: MessageDraft) -> Void)?
+        /// Called with every message a bot sends once the chat service has committed it, with its
+        /// id: for a connector that forwards the bots' messages to another chat server, or an
+        /// embedder's audit log. Runs on the thread that committed it: keep it quick.
+        public var didSend: (@Sendable (_ bot: String, _ message: Message) -> Void)?
         /// Where the bots' consumers run: nil for the shared cooperative pool; a ``HostExecutor`` that
         /// a connector's inbound task prefers too, so a message and its bots' replies are handled on
         /// one thread without waking another; or a `JoiningExecutor` (`perch run`), which runs the
@@ -53,13 +54,13 @@ public actor BotHost {
             dataDirectory: String? = nil, clock: any ChatClock = SystemClock(), logger: HostLogger = HostLogger(),
             registry: PluginRegistry = .standard, monotonic: @escaping @Sendable () -> Double = BotHost.uptime,
             schedulesFromTimer: Bool = true, consumeEvents: Bool = true,
-            outbound: (@Sendable (_ bot: String, _ message: Message) -> Void)? = nil,
-            leaving: (@Sendable (_ bot: String, _ draft: MessageDraft) -> Void)? = nil,
+            willSend: (@Sendable (_ bot: String, _ draft: MessageDraft) -> Void)? = nil,
+            didSend: (@Sendable (_ bot: String, _ message: Message) -> Void)? = nil,
             executor: (any TaskExecutor)? = nil, httpClient: (any PluginHTTPClient)? = nil
         ) {
             self.httpClient = httpClient
-            self.outbound = outbound
-            self.leaving = leaving
+            self.willSend = willSend
+            self.didSend = didSend
             self.executor = executor
             self.consumeEvents = consumeEvents
             self.dataDirectory = dataDirectory
@@ -84,7 +85,7 @@ public actor BotHost {
     nonisolated let streamFailures = RepeatedWarnings(burst: 1)
     public private(set) var service: ChatService?
     var store: SQLiteChatStore?
-    let runtimes = Lock<[String: BotRuntime]>([:])
+    let roster = BotRoster()
     var consumers: [String: Task<Void, Never>] = [:]
     var scheduler: Task<Void, Never>?
     var retention: Task<Void, Never>?
@@ -165,7 +166,7 @@ public actor BotHost {
         if options.schedulesFromTimer { startScheduler() }
         if options.schedulesFromTimer, options.consumeEvents { startRetention() }
         state = .running
-        logger.info("ready", ["bots": String(runtimes.withLock { $0.count })])
+        logger.info("ready", ["bots": String(roster.count)])
     }
 
     /// Creates the seed users and groups when absent, and applies a seeded membership when the seed
@@ -209,7 +210,7 @@ public actor BotHost {
         // An external plugin a bot keeps as it was (the same command, timeout, config and
         // directory) keeps its child across the reload: its requests in flight are answered, and
         // a plugin that starts slowly does not start again because another bot's file changed.
-        let running = runtimes.withLock { $0 }
+        let running = roster.all
         var kept: [ObjectIdentifier] = []
         for var bot in compiled.bots {
             for (name, plugin) in bot.plugins {
@@ -225,11 +226,11 @@ public actor BotHost {
                 try await service.ensureMember(guid: group.guid, uid: bot.identity.uid, scope: group.scope)
             }
             let botLogger = logger.with(["bot": bot.identity.name])
-            let actions = ActionRuntime(
+            let actions = BotActions(
                 service: service, bus: bus, metrics: metrics, botName: bot.identity.name,
                 perMinute: bot.configuration.rateLimit.perMinute, burst: bot.configuration.rateLimit.burst,
                 perConversationPerMinute: bot.configuration.rateLimit.perConversationPerMinute, now: options.monotonic,
-                outbound: options.outbound, leaving: options.leaving)
+                willSend: options.willSend, didSend: options.didSend)
             for (name, plugin) in bot.plugins {
                 (plugin as? any HostAttached)?.attach(logger: botLogger, metrics: metrics, bot: bot.identity)
                 bus.register(id: "plugin:\(bot.identity.name):\(name)") { event in
@@ -241,15 +242,11 @@ public actor BotHost {
             }
             fresh[bot.identity.name] = BotRuntime(
                 bot: bot, service: service, matcher: compiled.matcher, matchCache: matchCache,
-                strings: config.strings, logger: botLogger, runtime: actions, metrics: metrics,
+                strings: config.strings, logger: botLogger, actions: actions, metrics: metrics,
                 maximumHops: config.limits.botHops)
             botLogger.info("bot loaded", ["uid": bot.identity.uid, "rules": String(bot.rules.count)])
         }
-        let previous = runtimes.withLock { current -> [String: BotRuntime] in
-            let old = current
-            current = fresh
-            return old
-        }
+        let previous = roster.replace(with: fresh)
         metrics.set("perch_bots", to: Double(fresh.count))
         for (name, runtime) in previous where fresh[name] == nil {
             consumers.removeValue(forKey: name)?.cancel()
@@ -277,9 +274,10 @@ public actor BotHost {
         // bot back after a long stop is one. A running bot saves its own.
         try await service.keepCursors(starting.map(BotIdentity.session(of:)))
         for name in fresh.keys where consumers[name] == nil {
-            consumers[name] = Task(executorPreference: options.executor) { [weak self] in
-                await self?.consume(bot: name, service: service)
-            }
+            let consumer = BotConsumer(
+                name: name, roster: roster, service: service, logger: logger, metrics: metrics,
+                monotonic: options.monotonic, streamFailures: streamFailures)
+            consumers[name] = Task(executorPreference: options.executor) { await consumer.run() }
         }
         configuration = loaded
     }
@@ -299,127 +297,11 @@ public actor BotHost {
         do {
             if let config = loaded.config { try await seed(config, service) }
             try await install(loaded, service: service)
-            logger.info("reloaded", ["bots": String(runtimes.withLock { $0.count })])
+            logger.info("reloaded", ["bots": String(roster.count)])
             return true
         } catch {
             logger.error("reload failed: \(error); the running configuration stays")
             return false
-        }
-    }
-
-    /// One bot's consumer loop.
-    ///
-    /// The cursor is saved at most every `acknowledgeInterval` while events flow, and once the
-    /// stream has been quiet that long (not at once: a quick back and forth would pay a commit per
-    /// message on its critical path): a crash replays at most that much, and replays change
-    /// nothing (sends carry deterministic muids, the other actions are idempotent).
-    nonisolated func consume(bot name: String, service: ChatService) async {
-        let consumer = BotIdentity.session(of: name)
-        var cursor = (try? await service.cursor(consumer: consumer)) ?? 0
-        var acknowledged = cursor
-        var acknowledgedAt = options.monotonic()
-        var movedAt = acknowledgedAt
-        // Sends queued by pages already handled: the next page is read while they commit, and
-        // the cursor moves past a page only once its sends are committed.
-        var queued: [SendPipeline] = []
-        func settle() async {
-            for pipeline in queued { await pipeline.finish() }
-            queued.removeAll()
-        }
-        while !Task.isCancelled {
-            guard let runtime = runtimes.withLock({ $0[name] }) else { break }
-            do {
-                let page = try await service.events(
-                    for: runtime.identity.uid, session: consumer, after: cursor, limit: Self.pageSize)
-                if let missed = page.missed {
-                    // Gone for longer than the retention: what it missed is not there to handle.
-                    options.logger.warning(
-                        "bot \(name) missed events \(missed.lowerBound)–\(missed.upperBound): the event log's "
-                            + "retention (storage.eventRetentionDays) removed them before the bot handled them; "
-                            + "it goes on from the next", ["bot": name])
-                    metrics.increment("perch_bot_missed_events_total", ["bot": name], by: Double(missed.count))
-                }
-                if !page.events.isEmpty {
-                    queued += await handle(page.events, with: name)
-                    if queued.count > Self.pagesInFlight { await queued.removeFirst().finish() }
-                }
-                let next = page.scannedThrough
-                if next > cursor {
-                    cursor = next
-                    movedAt = options.monotonic()
-                    if options.monotonic() - acknowledgedAt >= Self.acknowledgeInterval {
-                        await settle()
-                        try await service.acknowledge(consumer: consumer, seq: cursor)
-                        (acknowledged, acknowledgedAt) = (cursor, options.monotonic())
-                    }
-                    // A full page: more is waiting. A short one held everything committed when it
-                    // was read, and the wait below returns at once if more came since.
-                    if page.isFull { continue }
-                }
-                // Quiet for a while: save the cursor, off the path of a conversation going back and
-                // forth. While it is unsaved the store's poll tick ends the wait too, so the next
-                // wake-up is at most the poll interval away. Either way the bot sleeps through other
-                // rooms' events and its own messages (it never hears those: ``BotRuntime/hears(_:)``).
-                if acknowledged < cursor, options.monotonic() - movedAt >= Self.acknowledgeInterval {
-                    await settle()
-                    try await service.acknowledge(consumer: consumer, seq: cursor)
-                    (acknowledged, acknowledgedAt) = (cursor, options.monotonic())
-                    continue
-                }
-                await service.waitForEvents(
-                    after: cursor, for: runtime.identity.uid, session: consumer, ignoringOwnMessages: true,
-                    endingAtTick: acknowledged < cursor)
-            } catch {
-                guard !Task.isCancelled else { break }
-                // The loop's calls throw ChatError only: its code names the kind of failure.
-                let kind = "\(name) \(error.code.rawValue)"
-                if let more = streamFailures.suffix(kind, at: options.monotonic()) {
-                    options.logger.error("bot \(name) stream failed: \(error); retrying\(more)", ["bot": name])
-                }
-                try? await Task.sleep(for: .milliseconds(200))
-            }
-        }
-        // Stopping or removed: save how far this bot got (the store closes after the consumers).
-        await settle()
-        if acknowledged < cursor { try? await service.acknowledge(consumer: consumer, seq: cursor) }
-    }
-
-    /// How long a flowing stream may go without saving its cursor, in seconds.
-    static let acknowledgeInterval = 0.05
-    /// Events a bot reads at once.
-    static let pageSize = 256
-    /// How many handled pages' sends may still be committing while the bot reads on.
-    static let pagesInFlight = 4
-
-    /// Handles a page: conversations in parallel, each in order. The runtime is read per event, so
-    /// a reload takes effect between events. Returns the lanes' queued sends, not yet committed
-    /// (``SendPipeline/finish()`` waits for them).
-    nonisolated func handle(_ events: [ChatEvent], with name: String) async -> [SendPipeline] {
-        @Sendable func run(_ lane: [ChatEvent]) async -> SendPipeline {
-            let pipeline = SendPipeline()
-            for (index, event) in lane.enumerated() {
-                guard let runtime = runtimes.withLock({ $0[name] }) else { break }
-                pipeline.more = index < lane.count - 1
-                await runtime.handle(event, pipeline: pipeline)
-            }
-            return pipeline
-        }
-        // One conversation (the common case of a live stream) runs here, without a child task and
-        // without sorting the page into lanes.
-        guard let first = events.first?.conversationId else { return [] }
-        if events.allSatisfy({ $0.conversationId == first }) { return [await run(events)] }
-        var lanes: [String: [ChatEvent]] = [:]
-        var order: [String] = []
-        for event in events {
-            if lanes[event.conversationId] == nil { order.append(event.conversationId) }
-            lanes[event.conversationId, default: []].append(event)
-        }
-        return await withTaskGroup(of: SendPipeline.self) { group in
-            for conversation in order {
-                let lane = lanes[conversation]!
-                group.addTask { await run(lane) }
-            }
-            return await group.reduce(into: []) { $0.append($1) }
         }
     }
 
@@ -464,11 +346,11 @@ public actor BotHost {
 
     /// The running bots' external plugins.
     nonisolated var externalPlugins: [ExternalPlugin] {
-        runtimes.withLock { $0.values.flatMap { $0.bot.plugins.values.compactMap { $0 as? ExternalPlugin } } }
+        roster.all.values.flatMap { $0.bot.plugins.values.compactMap { $0 as? ExternalPlugin } }
     }
 
     /// The bot runtimes by name (tests, dry runs).
-    var currentRuntimes: [String: BotRuntime] { runtimes.withLock { $0 } }
+    var currentRuntimes: [String: BotRuntime] { roster.all }
 }
 
 /// A host failure with a message for the log and the exit code.

@@ -33,18 +33,19 @@ public final class BotContext: Sendable {
     public let threadSubscriptionEnabled: Bool
     /// The JSON body of a webhook trigger.
     public let webhook: JSONValue?
-    let runtime: ActionRuntime
+    /// The bot's gate to the chat service: rate limits, muids, the loop guard, send observers.
+    let actions: BotActions
     /// Shared by every context of one event, so each send of the event gets its own index.
-    private let sends: SendCounter
+    private let numbering: SendCounter
     private let muidPrefix: String
 
     init(
         bot: BotIdentity, event: ChatEvent, message: Message?, parent: Message?, sender: User?, actor: User? = nil,
-        captures: [String: String], strings: StringTable, logger: HostLogger, runtime: ActionRuntime,
+        captures: [String: String], strings: StringTable, logger: HostLogger, actions: BotActions,
         command: (name: String, args: String)? = nil, threadSubscriptionEnabled: Bool = true, webhook: JSONValue? = nil,
-        muidPrefix: String? = nil, sends: SendCounter = SendCounter()
+        muidPrefix: String? = nil, numbering: SendCounter = SendCounter()
     ) {
-        self.sends = sends
+        self.numbering = numbering
         self.command = command
         self.threadSubscriptionEnabled = threadSubscriptionEnabled
         self.webhook = webhook
@@ -58,15 +59,15 @@ public final class BotContext: Sendable {
         self.captures = captures
         self.strings = strings
         self.logger = logger
-        self.runtime = runtime
-        self.storage = PluginStorage(service: runtime.service, bot: bot.name)
+        self.actions = actions
+        self.storage = PluginStorage(service: actions.service, bot: bot.name)
     }
 
     /// The chat service, for what the actions below do not cover (as the bot's user).
-    public var service: ChatService { runtime.service }
+    public var service: ChatService { actions.service }
 
     func nextMuid() -> String {
-        let index = sends.next()
+        let index = numbering.next()
         return "\(muidPrefix):\(index)"
     }
 
@@ -83,26 +84,26 @@ public final class BotContext: Sendable {
     /// Sends `text` in the message's conversation, at the top level.
     @discardableResult
     public func reply(_ text: String) async throws(ChatError) -> Message {
-        try await runtime.send(try draft(.reply, text), context: self)
+        try await actions.send(try draft(.reply, text), context: self)
     }
 
     /// Sends `text` in the message's thread (the root's, when the message is itself a reply).
     @discardableResult
     public func replyInThread(_ text: String) async throws(ChatError) -> Message {
-        try await runtime.send(try draft(.replyInThread, text), context: self)
+        try await actions.send(try draft(.replyInThread, text), context: self)
     }
 
     /// Quote-replies to the message (in its thread when it is a thread reply). A quote reply cannot
     /// be quoted (1-depth): then this sends a plain reply and logs why.
     @discardableResult
     public func quoteReply(_ text: String) async throws(ChatError) -> Message {
-        try await runtime.send(try draft(.quoteReply, text), context: self)
+        try await actions.send(try draft(.quoteReply, text), context: self)
     }
 
     /// Sends `text` one-on-one to the sender (on a reaction, whoever reacted).
     @discardableResult
     public func directMessage(_ text: String) async throws(ChatError) -> Message {
-        try await runtime.send(try draft(.directMessage, text), context: self)
+        try await actions.send(try draft(.directMessage, text), context: self)
     }
 
     /// The kinds of message a bot sends in answer to an event.
@@ -138,18 +139,10 @@ public final class BotContext: Sendable {
         }
     }
 
-    /// Queues an answer for the store's writer now; the result waits for its commit.
-    /// `callerGoesOn`: the bot has more events in hand (the commit then never runs on its thread).
-    func queue(_ answer: Answer, _ text: String, callerGoesOn: Bool = false) throws(ChatError)
-        -> @Sendable () async throws(ChatError) -> Message
-    {
-        try runtime.queue(try draft(answer, text), context: self, callerGoesOn: callerGoesOn)
-    }
-
     /// Sends any message as the bot.
     @discardableResult
     public func send(_ draft: MessageDraft) async throws(ChatError) -> Message {
-        try await runtime.send(draft, context: self)
+        try await actions.send(draft, context: self)
     }
 
     /// Pins the message, as the bot or, for bots with `system: true`, as `app_system`. With
@@ -161,7 +154,7 @@ public final class BotContext: Sendable {
         guard !asSystem || bot.system else {
             throw ChatError(.permissionDenied, ["reason": "only bots with system: true pin as app_system"])
         }
-        return try await runtime.act(context: self) { service in
+        return try await actions.act(context: self) { service in
             try await service.pin(
                 message.id, as: asSystem ? User.system : self.bot.uid, by: self.bot.uid, whenFull: whenFull)
         }
@@ -170,14 +163,14 @@ public final class BotContext: Sendable {
     @discardableResult
     public func unpin() async throws(ChatError) -> Message {
         guard let message else { throw .badRequest("message", "this event has no message") }
-        return try await runtime.act(context: self) { service in try await service.unpin(message.id, as: self.bot.uid) }
+        return try await actions.act(context: self) { service in try await service.unpin(message.id, as: self.bot.uid) }
     }
 
     /// Saves the message for the bot's user.
     @discardableResult
     public func save() async throws(ChatError) -> Message {
         guard let message else { throw .badRequest("message", "this event has no message") }
-        return try await runtime.act(context: self) { service in
+        return try await actions.act(context: self) { service in
             try await service.save(message.id, as: self.bot.uid, session: self.bot.session)
         }
     }
@@ -186,7 +179,7 @@ public final class BotContext: Sendable {
     @discardableResult
     public func react(_ reaction: String) async throws(ChatError) -> Message {
         guard let message else { throw .badRequest("message", "this event has no message") }
-        return try await runtime.act(context: self) { service in
+        return try await actions.act(context: self) { service in
             try await service.addReaction(reaction, to: message.id, as: self.bot.uid)
         }
     }
@@ -195,7 +188,7 @@ public final class BotContext: Sendable {
     @discardableResult
     public func unreact(_ reaction: String) async throws(ChatError) -> Message {
         guard let message else { throw .badRequest("message", "this event has no message") }
-        return try await runtime.act(context: self) { service in
+        return try await actions.act(context: self) { service in
             try await service.removeReaction(reaction, from: message.id, as: self.bot.uid)
         }
     }
@@ -224,12 +217,12 @@ public final class BotContext: Sendable {
         guard let root = parentMessageId ?? message.map(ThreadRules.threadRoot) else {
             throw .badRequest("parentMessageId", "no thread")
         }
-        let result = try await runtime.act(context: self) { service in
+        let result = try await actions.act(context: self) { service in
             subscribe
                 ? try await service.subscribeToThread(root, as: who)
                 : try await service.unsubscribeFromThread(root, as: who)
         }
-        await runtime.bus.publish(.threadSubscriptionChanged(parentMessageId: root, uid: who, isSubscribed: subscribe))
+        await actions.bus.publish(.threadSubscriptionChanged(parentMessageId: root, uid: who, isSubscribed: subscribe))
         return result
     }
 
@@ -238,7 +231,7 @@ public final class BotContext: Sendable {
     public func delete() async throws(ChatError) {
         guard let message else { throw .badRequest("message", "this event has no message") }
         do {
-            _ = try await runtime.act(context: self, limited: false) { service in
+            _ = try await actions.act(context: self, limited: false) { service in
                 try await service.delete(message.id, as: self.bot.uid)
             }
         } catch {
@@ -250,7 +243,7 @@ public final class BotContext: Sendable {
     public func kick() async throws(ChatError) {
         let (uid, guid) = try memberAtStake()
         do {
-            try await runtime.act(context: self, limited: false) { service in
+            try await actions.act(context: self, limited: false) { service in
                 try await service.kick(uid, from: guid, by: self.bot.uid)
             }
         } catch {
@@ -261,7 +254,7 @@ public final class BotContext: Sendable {
     /// Bans the sender (on a reaction, whoever reacted; on `member_joined`, the member) from the group.
     public func ban() async throws(ChatError) {
         let (uid, guid) = try memberAtStake()
-        try await runtime.act(context: self, limited: false) { service in
+        try await actions.act(context: self, limited: false) { service in
             try await service.ban(uid, from: guid, by: self.bot.uid)
         }
     }

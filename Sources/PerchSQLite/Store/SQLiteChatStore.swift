@@ -132,7 +132,7 @@ public final class SQLiteChatStore: ChatStore {
         _ body: @escaping @Sendable (any ChatWriteTransaction) throws -> T, callerGoesOn: Bool
     ) -> PendingWrite<T> {
         let pending = PendingWrite<T>()
-        writer.enqueue(body: body, inline: !callerGoesOn) { pending.fulfil($0) }
+        writer.enqueue(body: body, callerGoesOn: callerGoesOn) { pending.fulfil($0) }
         return pending
     }
 

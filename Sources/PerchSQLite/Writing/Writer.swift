@@ -63,12 +63,13 @@ final class Writer: Sendable {
 
     var isClosed: Bool { state.withLock { $0.closed } }
 
-    /// Queues `body` (or, when the writer is idle and `inline`, commits it on this thread before
-    /// returning: a caller that waits for its commit anyway pays no thread hand-off); `complete`
-    /// gets its result after the commit. A caller that goes on meanwhile (`inline` false: queued
-    /// sends) never runs the commit itself, so its work and the commit run on two cores.
+    /// Queues `body`; `complete` gets its result after the commit. When the writer is idle and the
+    /// caller waits next (`callerGoesOn` false), the body is committed on this thread before this
+    /// returns: a caller that waits for its commit anyway pays no thread hand-off. A caller that
+    /// goes on meanwhile (`callerGoesOn`: a bot with more events in hand) never runs the commit
+    /// itself, so its work and the commit run on two cores.
     func enqueue<T: Sendable>(
-        body: @escaping @Sendable (any ChatWriteTransaction) throws -> T, inline: Bool = true,
+        body: @escaping @Sendable (any ChatWriteTransaction) throws -> T, callerGoesOn: Bool = false,
         complete: @escaping @Sendable (Result<T, any Error>) -> Void
     ) {
         let outcome = OutcomeBox<T>()
@@ -119,7 +120,7 @@ final class Writer: Sendable {
             guard !state.closed else { return .refused }
             state.jobs.append(job)
             guard state.owner == .none else { return .queued }
-            guard inline else {
+            guard !callerGoesOn else {
                 state.owner = .thread
                 return .wake
             }

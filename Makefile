@@ -18,6 +18,7 @@ test:
 	@./scripts/setup --tests
 	$(SWIFT) format lint --strict --recursive Package.swift Sources Tests
 	$(SWIFT) build -c release --product perch
+	python3 -m unittest discover -s Tests/scripts
 	./scripts/swift-test
 	./scripts/web-test
 	./scripts/release

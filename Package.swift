@@ -99,21 +99,47 @@ let package = Package(
         // The child process of the store's crash test.
         .executableTarget(name: "PerchStoreProbe", dependencies: ["PerchService", "PerchSQLite", "PerchChat"]),
 
+        // The tests: one target per library module, each reading its module's own behaviour, and the
+        // fixtures they share (a host's config and bot files, an HTTP client, a chat service on a
+        // temporary database, the external plugins the tests start).
+        .target(
+            name: "PerchTestSupport",
+            dependencies: [
+                "PerchHost", "PerchHTTP", "PerchTesting", "PerchService", "PerchSQLite", "PerchChat", "PerchLock",
+            ],
+            path: "Tests/PerchTestSupport", exclude: ["Fixtures"]),
         .testTarget(name: "PerchYAMLTests", dependencies: ["PerchYAML"]),
-        .testTarget(name: "PerchConfigTests", dependencies: ["PerchConfig", "PerchCLI"]),
+        .testTarget(name: "PerchRegexTests", dependencies: ["PerchRegex"]),
+        .testTarget(name: "PerchMatchTests", dependencies: ["PerchMatch", "PerchTesting"]),
         .testTarget(name: "PerchChatTests", dependencies: ["PerchChat"]),
+        .testTarget(name: "PerchLockTests", dependencies: ["PerchLock", "PerchHost", "PerchCLI", "PerchTestSupport"]),
+        .testTarget(name: "PerchConfigTests", dependencies: ["PerchConfig", "PerchCLI"]),
+        .testTarget(
+            name: "PerchServiceTests",
+            dependencies: ["PerchService", "PerchSQLite", "PerchChat", "PerchTestSupport"]),
+        .testTarget(
+            name: "PerchSQLiteTests",
+            dependencies: [
+                "PerchSQLite", "PerchService", "PerchChat", "PerchLock", "PerchStoreProbe", "CSQLite", "CSQLiteVFS",
+                "PerchTesting", "PerchTestSupport",
+            ]),
         .testTarget(
             name: "PerchHostTests",
             dependencies: [
-                "PerchHost", "PerchTesting", "PerchConfig", "PerchService", "PerchChat", "PerchMatch", "PerchCLI",
-                "PerchSQLite", "perch", "PerchExamplePlugins", "PerchHTTP", "PerchHTTPClient",
-            ],
-            resources: [.copy("Fixtures")]
-        ),
+                "PerchHost", "PerchTesting", "PerchConfig", "PerchService", "PerchChat", "PerchSQLite",
+                "PerchExamplePlugins", "PerchHTTP", "PerchHTTPClient", "PerchLock", "PerchTestSupport",
+            ]),
         .testTarget(
-            name: "PerchServiceTests",
+            name: "PerchHTTPTests",
             dependencies: [
-                "PerchService", "PerchSQLite", "PerchChat", "PerchStoreProbe", "CSQLiteVFS", "PerchTesting",
+                "PerchHTTP", "PerchHost", "PerchTesting", "PerchService", "PerchSQLite", "PerchChat", "PerchLock",
+                "PerchYAML", "PerchTestSupport",
+            ]),
+        .testTarget(
+            name: "PerchCLITests",
+            dependencies: [
+                "PerchCLI", "perch", "PerchHTTP", "PerchTesting", "PerchService", "PerchSQLite", "PerchChat",
+                "PerchLock", "PerchTestSupport",
             ]),
     ],
     swiftLanguageModes: [.v6]

@@ -3,6 +3,7 @@ import PerchChat
 import PerchHTTPClient
 import PerchHost
 import PerchLock
+import PerchTestSupport
 import PerchTesting
 import Testing
 

@@ -3,6 +3,7 @@ import Foundation
 import PerchChat
 import PerchHost
 import PerchLock
+import PerchTestSupport
 import PerchTesting
 import Testing
 
@@ -116,10 +117,4 @@ struct ThreadProbePlugin: BotPlugin {
     func handle(_ context: BotContext) async throws {
         try await context.reply("on the host's thread: \(Self.executor.isCurrent)")
     }
-}
-
-/// The calling thread's name as the system shows it.
-func currentThreadName() -> String {
-    let name = (try? String(contentsOfFile: "/proc/thread-self/comm", encoding: .utf8)) ?? ""
-    return name.trimmingCharacters(in: .whitespacesAndNewlines)
 }

@@ -1,4 +1,5 @@
 import Foundation
+import PerchTestSupport
 import Testing
 
 @testable import PerchHost

@@ -3,6 +3,7 @@ import PerchChat
 import PerchConfig
 import PerchHost
 import PerchService
+import PerchTestSupport
 import PerchTesting
 import Testing
 

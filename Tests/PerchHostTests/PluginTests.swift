@@ -4,6 +4,7 @@ import PerchConfig
 import PerchExamplePlugins
 import PerchHost
 import PerchService
+import PerchTestSupport
 import PerchTesting
 import Testing
 
@@ -70,9 +71,6 @@ import Testing
 }
 
 @Suite struct ExternalPluginTests {
-    static let fixtures = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("Fixtures")
-        .path
-
     @Test func thePythonExamplePluginAnswers() async throws {
         let script = repositoryRoot + "/examples/plugins/echo_plugin.py"
         let bot = botFile(
@@ -123,7 +121,7 @@ import Testing
             groups: [room]
             hears: commands
             plugins:
-              - { name: wedged, exec: [python3, "\(Self.fixtures)/wedged_plugin.py"], timeout_ms: 20000 }
+              - { name: wedged, exec: [python3, "\(pluginFixtures)/wedged_plugin.py"], timeout_ms: 20000 }
             rules:
               - on: { command: do }
                 do: [{ plugin: wedged }]
@@ -148,7 +146,7 @@ import Testing
     /// A reload keeps an external plugin's child when the plugin is as it was, however the other
     /// bots changed, and starts a new one when its settings changed.
     @Test func aReloadKeepsAPluginsChildUnlessThePluginChanged() async throws {
-        let script = Self.fixtures + "/misbehaving_plugin.py"
+        let script = pluginFixtures + "/misbehaving_plugin.py"
         func pluginBot(timeout: Int) -> String {
             botFile(
                 """
@@ -193,7 +191,7 @@ import Testing
     /// the log names it (the first ran, the rest were dropped, and the log did not say which); an
     /// action the service refuses does not keep the next from running, as in a rule.
     @Test func aPluginsAnswerRunsWholeOrNotAtAll() async throws {
-        let script = Self.fixtures + "/misbehaving_plugin.py"
+        let script = pluginFixtures + "/misbehaving_plugin.py"
         let bot = botFile(
             """
               - on: { command: do }
@@ -247,7 +245,7 @@ import Testing
     }
 
     @Test func aCrashingAHangingAndAGarbagePluginDoNotStopOtherBots() async throws {
-        let script = Self.fixtures + "/misbehaving_plugin.py"
+        let script = pluginFixtures + "/misbehaving_plugin.py"
         let bad = botFile(
             """
               - on: { command: do }

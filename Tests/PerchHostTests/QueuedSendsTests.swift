@@ -4,6 +4,7 @@ import PerchConfig
 import PerchLock
 import PerchSQLite
 import PerchService
+import PerchTestSupport
 import Testing
 
 @testable import PerchHost

@@ -1,6 +1,7 @@
 import PerchChat
 import PerchHost
 import PerchService
+import PerchTestSupport
 import PerchTesting
 import Testing
 

@@ -1,6 +1,7 @@
 import Foundation
 import PerchConfig
 import PerchService
+import PerchTestSupport
 import PerchTesting
 import Testing
 

@@ -4,6 +4,7 @@ import PerchConfig
 import PerchHost
 import PerchLock
 import PerchService
+import PerchTestSupport
 import PerchTesting
 import Testing
 

@@ -2,11 +2,9 @@ import Foundation
 import PerchChat
 import PerchHost
 import PerchService
+import PerchTestSupport
 import PerchTesting
 import Testing
-
-let repositoryRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-    .deletingLastPathComponent().path
 
 /// The four behaviours every install shows, end to end on the shipped config.yaml and bots/.
 @Suite struct ShippedBehaviourTests {

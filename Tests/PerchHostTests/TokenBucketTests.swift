@@ -1,3 +1,4 @@
+import PerchTestSupport
 import Testing
 
 @testable import PerchHost

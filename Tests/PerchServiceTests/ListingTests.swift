@@ -1,5 +1,6 @@
 import PerchChat
 import PerchService
+import PerchTestSupport
 import Testing
 
 @Suite struct ListingTests {

@@ -1,6 +1,7 @@
 import PerchChat
 import PerchSQLite
 import PerchService
+import PerchTestSupport
 import Testing
 
 @Suite struct MessageServiceTests {

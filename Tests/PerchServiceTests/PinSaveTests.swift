@@ -2,6 +2,7 @@ import Foundation
 import PerchChat
 import PerchSQLite
 import PerchService
+import PerchTestSupport
 import Testing
 
 /// Seed 003, table by table: the pin/save comparison, the message fields, fetching, events, the

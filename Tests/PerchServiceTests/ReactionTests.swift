@@ -1,5 +1,6 @@
 import PerchChat
 import PerchService
+import PerchTestSupport
 import Testing
 
 /// Reactions (CometChat's `addReaction`, `removeReaction`, `ReactionsRequest`): per user and

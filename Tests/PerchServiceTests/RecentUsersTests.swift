@@ -1,5 +1,6 @@
 import Dispatch
 import PerchChat
+import PerchTestSupport
 import Testing
 
 @testable import PerchService

@@ -1,6 +1,7 @@
 import Foundation
 import PerchChat
 import PerchService
+import PerchTestSupport
 import Testing
 
 @testable import PerchSQLite

@@ -1,5 +1,6 @@
 import PerchChat
 import PerchService
+import PerchTestSupport
 import Testing
 
 /// Seed 000: subscribe and unsubscribe, automatic subscription, `threadSubscribed`, the inbox.

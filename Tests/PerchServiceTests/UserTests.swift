@@ -2,6 +2,7 @@ import Foundation
 import PerchChat
 import PerchSQLite
 import PerchService
+import PerchTestSupport
 import Testing
 
 /// Users as the service answers them: recently read ones come from memory, so what matters is

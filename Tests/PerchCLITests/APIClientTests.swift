@@ -1,0 +1,156 @@
+import Foundation
+import PerchHTTP
+import PerchTestSupport
+import PerchTesting
+import Synchronization
+import Testing
+
+@testable import PerchCLI
+
+@Suite struct APIClientTests {
+    @Test func theTerminalClientSendsListsAndTails() async throws {
+        try await withHTTPChat { http in
+            let client = APIClient(base: URL(string: http.base)!, apiKey: apiKey, onBehalfOf: "carol")
+            let lines = Mutex<[String]>([])
+            let tail = Task {
+                await onThread {
+                    try? client.tail { name, object in
+                        lines.withLock { $0.append(APIClient.describe(event: name, object)) }
+                    }
+                }
+            }
+            // Sent once the stream is open: it starts at the present.
+            #expect(
+                try await waitUntil(.seconds(20)) { http.chat.host.metrics.value("perch_sse_connections") >= 1 })
+            let sent = try await client.call(
+                "POST", "/v3/messages", body: ["receiver": "room", "receiverType": "group", "data": ["text": "hi"]])
+            let id = try #require((sent as? [String: Any])?["id"] as? Int)
+            let bob = APIClient(base: URL(string: http.base)!, apiKey: apiKey, onBehalfOf: "bob")
+            _ = try await bob.call("POST", "/v3/messages/\(id)/pin")
+            let pins = try await client.call("GET", "/v3/groups/room/messages?pinned=true") as? [[String: Any]]
+            #expect(pins?.map(APIClient.describe) == ["#\(id) carol: hi 📌 by bob"])
+            _ = try await bob.call("POST", "/v3/messages/\(id)/reactions/%F0%9F%91%80")
+            _ = try await bob.call("DELETE", "/v3/messages/\(id)/pin")
+            _ = try await client.call("DELETE", "/v3/messages/\(id)")
+            let deadline = ContinuousClock.now + .seconds(5)
+            while lines.withLock({ $0.count }) < 5, ContinuousClock.now < deadline {
+                try await Task.sleep(for: .milliseconds(20))
+            }
+            // A reaction names who reacted with what, an unpin who unpinned (the message no longer
+            // says), a deletion who deleted (it said "(text)": a deleted message has no text).
+            #expect(
+                lines.withLock { $0 }.prefix(5) == [
+                    "onTextMessageReceived #\(id) carol: hi", "onMessagePinned #\(id) carol: hi 📌 by bob",
+                    "onMessageReactionAdded #\(id) carol: hi 📌 by bob — 👀 by bob",
+                    "onMessageUnpinned #\(id) carol: hi — by bob", "onMessageDeleted #\(id) carol: (deleted by carol)",
+                ])
+            await #expect(throws: APIClient.Failure.self) { _ = try await client.call("GET", "/v3/messages/99999") }
+            http.server.stop()
+            _ = await tail.value
+        }
+    }
+
+    /// `perch tail` through a restart of the host: the stream ends, the client tries again, and
+    /// resumes after the last event it read, so an event sent while the host was down arrives too;
+    /// a wrong key is an error at once, not a retry.
+    /// `perch pins` and `perch threads` say when their list is empty (they printed nothing, which
+    /// read as a command that did nothing), and count "1 reply".
+    @Test func theListCommandsSayWhenTheListIsEmpty() async throws {
+        try await withHTTPChat { http in
+            let environment = ["PERCH_API_KEY": apiKey, "PATH": "/usr/bin:/bin"]
+            func perch(_ words: [String]) async throws -> String {
+                let ran = try await run(
+                    HostCrashTests.buildDirectory + "/perch", words + ["--url", http.base], environment: environment,
+                    together: false)
+                #expect(ran.status == 0, "\(ran.errors)")
+                return ran.output
+            }
+            #expect(try await perch(["pins", "--as", "carol", "--group", "room"]) == "no pinned messages\n")
+            #expect(try await perch(["threads", "--as", "carol"]) == "no threads: carol follows none\n")
+            let root = try await http.chat.post("a question", as: "carol", to: .group("room"))
+            try await http.chat.post("an answer", as: "bob", to: .group("room"), thread: root.id)
+            #expect(try await perch(["threads", "--as", "carol"]) == "#\(root.id) carol: a question  (1 reply)\n")
+        }
+    }
+
+    /// With no host at the address, the client says so in a line (it printed Foundation's error
+    /// dump, "Error Domain=NSURLErrorDomain Code=-1004 ..."), and an address that cannot be one is
+    /// named.
+    @Test func aClientWithNoHostToTalkToSaysSo() async throws {
+        // Nothing listens on port 1 of the loopback: the connection is refused.
+        let nobody = APIClient(base: URL(string: "http://127.0.0.1:1")!, apiKey: apiKey, onBehalfOf: "carol")
+        let refused = await #expect(throws: APIClient.Failure.self) { try await nobody.call("GET", "/v3/threads") }
+        #expect(refused?.cannotConnect == true)
+        #expect(
+            refused?.description
+                == "cannot connect to 127.0.0.1:1: is perch run running there? (the address is config.yaml's "
+                + "server.listen, or --url)")
+        let nowhere = APIClient(base: URL(string: "http://127.0.0.1:99999")!, apiKey: apiKey, onBehalfOf: "carol")
+        let bad = await #expect(throws: APIClient.Failure.self) { try await nowhere.call("GET", "/v3/threads") }
+        #expect(bad?.description == "http://127.0.0.1:99999 is not an address to reach the host at")
+    }
+
+    @Test func theTerminalClientFollowsTheStreamThroughARestartMissingNothing() async throws {
+        try await withTestHost(config: hostConfig) { chat in
+            let api = PerchAPI(
+                service: chat.service, host: chat.host, apiKey: apiKey, metrics: chat.host.metrics,
+                media: MediaSettings(directory: chat.directory + "/media", maximumBytes: 1024, allowedTypes: []),
+                web: nil, maximumBodyBytes: 64 * 1024)
+            func serve(on port: UInt16) throws -> HTTPServer {
+                try HTTPServer(host: "127.0.0.1", port: port, maximumBodyBytes: 64 * 1024, heartbeat: .seconds(1)) {
+                    await api.respond(to: $0)
+                }
+            }
+            let first = try serve(on: 0)
+            let port = first.port
+            let base = URL(string: "http://127.0.0.1:\(port)")!
+            let wrong = APIClient(base: base, apiKey: "not-the-key", onBehalfOf: "carol")
+            #expect(throws: APIClient.Failure.self) { try wrong.tail { _, _ in } }
+
+            let client = APIClient(base: base, apiKey: apiKey, onBehalfOf: "carol")
+            final class Seen: Sendable {
+                let lines = Mutex<[String]>([])
+                let stopping = Mutex(false)
+            }
+            let seen = Seen()
+            let follow = Task {
+                await onThread { () -> Void in
+                    try? client.follow(
+                        retry: .milliseconds(100), stopping: { seen.stopping.withLock { $0 } },
+                        say: { said in seen.lines.withLock { $0.append("said: " + said) } }
+                    ) { _, object in
+                        let text = (object["message"] as? [String: Any])?["text"] as? String ?? "?"
+                        seen.lines.withLock { $0.append(text) }
+                    }
+                }
+            }
+            func waitFor(_ count: Int) async throws {
+                let deadline = ContinuousClock.now + .seconds(10)
+                while seen.lines.withLock({ $0.count }) < count, ContinuousClock.now < deadline {
+                    try await Task.sleep(for: .milliseconds(20))
+                }
+            }
+            // Posted once the stream is open (it starts at the present): a fixed pause was too short
+            // for the client to connect in a full parallel run.
+            #expect(
+                try await waitUntil(.seconds(20)) { chat.host.metrics.value("perch_sse_connections") >= 1 })
+            _ = try await chat.post("before", as: "alice", to: .group("room"))
+            try await waitFor(1)
+            await onThread { first.stop() }
+            _ = try await chat.post("while down", as: "alice", to: .group("room"))
+            try await waitFor(2)
+            let second = try serve(on: port)
+            _ = try await chat.post("after", as: "alice", to: .group("room"))
+            try await waitFor(5)
+            #expect(
+                seen.lines.withLock { $0 } == [
+                    "before",
+                    "said: the stream ended (the host stopped or restarted); connecting again every 0.1 seconds",
+                    "said: connected again", "while down", "after",
+                ])
+            seen.stopping.withLock { $0 = true }
+            await onThread { second.stop() }
+            await follow.value
+        }
+    }
+}

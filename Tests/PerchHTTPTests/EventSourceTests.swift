@@ -1,0 +1,97 @@
+import Foundation
+import PerchChat
+import PerchHost
+import PerchService
+import PerchTestSupport
+import PerchTesting
+import Synchronization
+import Testing
+
+@testable import PerchHTTP
+
+/// An SSE session's page loop runs inside `next(timeout:)`, on the connection's thread (here a
+/// thread of the test's, as libmicrohttpd's would be): frames come out in order, nothing is read
+/// while the connection's thread is away, and the loop ends (releasing the source) once the client
+/// is gone.
+@Suite struct EventSourceTests {
+    @Test func aSessionFeedsItsConnectionsThreadAndEndsWhenTheClientLeaves() async throws {
+        try await withTestHost(config: hostConfig) { chat in
+            let service = chat.service
+            let metrics = HostMetrics()
+            let connection = Consumer()
+            let after = try await service.store.latestEventSequence()
+            let released = await connection.start {
+                ChatEventSource(service: service, uid: "bob", session: "s1", after: after, metrics: metrics)
+            }
+
+            // The session's first frame, then each message in order.
+            let first = try #require(await connection.next())
+            #expect(first.contains("event: perch.session"))
+            try await chat.post("one", as: "alice", to: .group("room"))
+            try await chat.post("two", as: "alice", to: .group("room"))
+            var text = ""
+            while !text.contains("\"text\":\"two\"") {
+                let chunk = try #require(await connection.next())
+                text += chunk
+            }
+            #expect(text.contains("event: onTextMessageReceived"))
+            let one = try #require(text.range(of: "\"text\":\"one\""))
+            let two = try #require(text.range(of: "\"text\":\"two\""))
+            #expect(one.lowerBound < two.lowerBound)
+            #expect(metrics.value("perch_sse_connections") == 1)
+
+            // A quiet stream answers a heartbeat (an empty chunk) when the timeout passes.
+            #expect(await connection.next(timeout: .milliseconds(50)) == "")
+
+            // The client leaves: the loop ends and lets go of its source.
+            await connection.close()
+            #expect(metrics.value("perch_sse_connections") == 0)
+            let deadline = ContinuousClock.now + .seconds(5)
+            while released.isAlive, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(10)) }
+            #expect(!released.isAlive)
+        }
+    }
+}
+
+/// Stands in for libmicrohttpd's connection thread: one thread that makes the source and calls
+/// `next` and `close` on it, one request at a time.
+private final class Consumer: @unchecked Sendable {
+    private let requests = DispatchQueue(label: "perch-test-connection")
+    private var source: ChatEventSource?
+
+    /// Makes the source on the connection's thread; answers a weak handle to it.
+    func start(_ make: @escaping @Sendable () -> ChatEventSource) async -> WeakHandle {
+        await withCheckedContinuation { continuation in
+            requests.async {
+                let source = make()
+                self.source = source
+                continuation.resume(returning: WeakHandle(source))
+            }
+        }
+    }
+
+    func next(timeout: Duration = .seconds(5)) async -> String? {
+        await withCheckedContinuation { continuation in
+            requests.async {
+                let chunk = self.source?.next(timeout: timeout)
+                continuation.resume(returning: chunk.map { String(decoding: $0, as: UTF8.self) })
+            }
+        }
+    }
+
+    func close() async {
+        await withCheckedContinuation { continuation in
+            requests.async {
+                self.source?.close()
+                self.source = nil
+                continuation.resume()
+            }
+        }
+    }
+}
+
+private final class WeakHandle: @unchecked Sendable {
+    weak var value: ChatEventSource?
+    init(_ value: ChatEventSource) { self.value = value }
+    var isAlive: Bool { value != nil }
+}

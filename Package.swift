@@ -136,6 +136,13 @@ let package = Package(
                 "PerchYAML", "PerchTestSupport",
             ]),
         .testTarget(
+            name: "PerchHTTPClientTests",
+            dependencies: ["PerchHTTPClient", "PerchHTTP", "PerchHost", "PerchLock", "PerchTestSupport"]),
+        .testTarget(
+            name: "PerchExamplePluginsTests",
+            dependencies: ["PerchExamplePlugins", "PerchHost", "PerchChat", "PerchTesting", "PerchTestSupport"]),
+        .testTarget(name: "PerchTestingTests", dependencies: ["PerchTesting", "PerchHost", "PerchChat", "PerchLock"]),
+        .testTarget(
             name: "PerchCLITests",
             dependencies: [
                 "PerchCLI", "perch", "PerchHTTP", "PerchTesting", "PerchService", "PerchSQLite", "PerchChat",

@@ -246,31 +246,6 @@ import Testing
         }
     }
 
-    /// The client's timer may cancel a post before it has started, which then throws
-    /// CancellationError, not a URLError: that is the time running out, not the host stopping.
-    @Test func aPostOutOfTimeBeforeItStartsIsATimeout() async throws {
-        let slow = try Service(answers: [], delay: .milliseconds(500))
-        let client = URLSessionPluginClient()
-        for time in [Duration.zero, .nanoseconds(1), .milliseconds(50)] {
-            do {
-                _ = try await client.post(URL(string: slow.url)!, headers: [:], body: [], within: time)
-                Issue.record("answered within \(time)")
-            } catch {
-                #expect(error == .timedOut, "within \(time)")
-            }
-        }
-        // A caller cancelled is the host stopping.
-        let call = Task { try await client.post(URL(string: slow.url)!, headers: [:], body: [], within: .seconds(5)) }
-        call.cancel()
-        do {
-            _ = try await call.value
-            Issue.record("answered though cancelled")
-        } catch {
-            #expect(error as? PluginHTTPFailure == .cancelled)
-        }
-        await slow.stop()
-    }
-
     @Test func aSlowOrAbsentServiceRunsOutOfTimeAndOtherRulesGoOn() async throws {
         let slow = try Service(answers: [], delay: .milliseconds(1500))
         try await withTestHost(config: hostConfig, bots: ["b.yaml": Self.bot(url: slow.url, timeout: 300)]) { chat in

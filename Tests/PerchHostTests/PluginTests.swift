@@ -1,71 +1,23 @@
 import Foundation
 import PerchChat
 import PerchConfig
-import PerchExamplePlugins
 import PerchHost
+import PerchLock
 import PerchService
 import PerchTestSupport
 import PerchTesting
 import Testing
 
-@Suite struct SwiftPluginTests {
-    var registry: PluginRegistry {
-        var registry = PluginRegistry.standard
-        registry.register(KarmaPlugin.self)
-        return registry
-    }
-
-    @Test func theExampleSwiftPluginRunsWithItsConfigAndStorage() async throws {
-        let bot = botFile(
-            """
-              - on: message
-                when: { text_matches: "^(?<thing>\\\\w+)\\\\+\\\\+$" }
-                do: [{ plugin: karma }]
-              - on: { command: sub }
-                do: [{ subscribe: sender }]
-              - on: { command: subbob }
-                do: [{ subscribe: bob }]
-            """, extra: "plugins:\n  - name: karma\n    config: { unit: points, maximum: 2 }")
-        try await withTestHost(config: hostConfig, bots: ["b.yaml": bot], registry: registry) { chat in
-            for _ in 0..<3 { try await chat.post("swift++", as: "carol", to: .group("room")) }
-            let texts = try await chat.botMessages(in: .group("room")).compactMap(\.text)
-            #expect(texts == ["swift has 1 points", "swift has 2 points", "swift has 2 points"])
-            #expect(try await chat.service.pluginValue(bot: "b", key: "swift") == "2")
-            // The event bus carries seed 001's event to plugins after a subscription made through the host.
-            let root = try await chat.post("root", as: "alice", to: .group("room"))
-            try await chat.post("!sub", as: "carol", to: .group("room"), thread: root.id)
-            try await chat.settle()
-            #expect(KarmaPlugin.busLog.entries.contains("\(root.id):carol:true"))
-            // A failed subscription publishes nothing: bob is not in `other`.
-            let elsewhere = try await chat.post("in other", as: "carol", to: .group("other"))
-            try await chat.post("!subbob", as: "carol", to: .group("other"), thread: elsewhere.id)
-            try await chat.settle()
-            #expect(!KarmaPlugin.busLog.entries.contains { $0.hasPrefix("\(elsewhere.id):bob") })
-            #expect(await chat.log.contains { $0.contains("ERR_MESSAGE_NO_ACCESS") })
-        }
-    }
-
-    @Test func pluginConfigurationErrorsAreLocated() async throws {
-        let bot = botFile("", extra: "plugins:\n  - name: karma\n    config: { unti: points }")
-        await #expect(throws: HostError.self) {
-            try await withTestHost(config: hostConfig, bots: ["b.yaml": bot], registry: registry) { _ in }
-        }
-        do {
-            try await withTestHost(config: hostConfig, bots: ["b.yaml": bot], registry: registry) { _ in }
-        } catch let error as HostError {
-            #expect(error.description.contains("bots/b.yaml:9:"))
-            #expect(error.description.contains("unknown key 'unti'; did you mean 'unit'?"))
-        }
-    }
-
+/// The host's event bus for plugins.
+@Suite struct HostEventBusTests {
     @Test func busListenersAreKeyedAndADuplicateIdReplaces() async {
         let bus = HostEventBus()
-        let log = BusLog()
-        bus.register(id: "screen") { _ in log.append("first") }
-        bus.register(id: "screen") { _ in log.append("second") }
-        bus.register(id: "other") { _ in log.append("other") }
+        let log = Lock<[String]>([])
+        bus.register(id: "screen") { _ in log.withLock { $0.append("first") } }
+        bus.register(id: "screen") { _ in log.withLock { $0.append("second") } }
+        bus.register(id: "other") { _ in log.withLock { $0.append("other") } }
         await bus.publish(.threadSubscriptionChanged(parentMessageId: 1, uid: "u", isSubscribed: true))
-        #expect(log.entries.sorted() == ["other", "second"])
+        #expect(log.withLock { $0 }.sorted() == ["other", "second"])
         #expect(bus.listenerIds == ["other", "screen"])
     }
 }

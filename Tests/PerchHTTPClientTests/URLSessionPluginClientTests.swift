@@ -1,0 +1,86 @@
+import Foundation
+import PerchHTTP
+import PerchHTTPClient
+import PerchHost
+import PerchLock
+import PerchTestSupport
+import Testing
+
+/// The host's HTTP client for plugins reached over HTTP, against a server on loopback.
+@Suite struct URLSessionPluginClientTests {
+    /// A server on loopback that records what it is posted and answers `answer`, after `delay`.
+    final class LoopbackService: Sendable {
+        let requests = Lock<[HTTPRequest]>([])
+        let server: HTTPServer
+
+        init(answer: HTTPResponse = .json(200, ""), delay: Duration = .zero) throws {
+            let requests = self.requests
+            server = try HTTPServer(host: "127.0.0.1", port: 0, maximumBodyBytes: 1 << 20) { request in
+                requests.withLock { $0.append(request) }
+                if delay > .zero { try? await Task.sleep(for: delay) }
+                return answer
+            }
+        }
+
+        var url: String { "http://127.0.0.1:\(server.port)/hook" }
+
+        func stop() async { await onThread { [server] in server.stop() } }
+    }
+
+    @Test func aPostCarriesItsHeadersAndBodyAndAnswersTheStatusAndBody() async throws {
+        let service = try LoopbackService(answer: .json(202, #"{"ok": true}"#))
+        let (status, body) = try await URLSessionPluginClient().post(
+            URL(string: service.url)!,
+            headers: ["X-Perch-Signature-256": "sha256=ab", "Content-Type": "application/json"],
+            body: Array(#"{"n": 1}"#.utf8), within: .seconds(5))
+        #expect(status == 202)
+        #expect(String(decoding: body, as: UTF8.self) == #"{"ok": true}"#)
+        let request = try #require(service.requests.withLock { $0.first })
+        #expect(request.method == "POST")
+        #expect(request.header("x-perch-signature-256") == "sha256=ab")
+        #expect(request.header("user-agent") == "Perch")
+        #expect(String(decoding: request.body, as: UTF8.self) == #"{"n": 1}"#)
+        await service.stop()
+    }
+
+    @Test func aServiceThatIsNotThereIsUnreachable() async throws {
+        // A port that was just free: nothing listens on it.
+        let service = try LoopbackService()
+        let url = URL(string: service.url)!
+        await service.stop()
+        do {
+            _ = try await URLSessionPluginClient().post(url, headers: [:], body: [], within: .seconds(5))
+            Issue.record("a post to a closed port was answered")
+        } catch {
+            guard case .unreachable = error else {
+                Issue.record("expected unreachable, got \(error)")
+                return
+            }
+        }
+    }
+
+    /// The client's timer may cancel a post before it has started, which then throws
+    /// CancellationError, not a URLError: that is the time running out, not the host stopping.
+    @Test func aPostOutOfTimeBeforeItStartsIsATimeout() async throws {
+        let slow = try LoopbackService(delay: .milliseconds(500))
+        let client = URLSessionPluginClient()
+        for time in [Duration.zero, .nanoseconds(1), .milliseconds(50)] {
+            do {
+                _ = try await client.post(URL(string: slow.url)!, headers: [:], body: [], within: time)
+                Issue.record("answered within \(time)")
+            } catch {
+                #expect(error == .timedOut, "within \(time)")
+            }
+        }
+        // A caller cancelled is the host stopping.
+        let call = Task { try await client.post(URL(string: slow.url)!, headers: [:], body: [], within: .seconds(5)) }
+        call.cancel()
+        do {
+            _ = try await call.value
+            Issue.record("answered though cancelled")
+        } catch {
+            #expect(error as? PluginHTTPFailure == .cancelled)
+        }
+        await slow.stop()
+    }
+}

@@ -1,7 +1,7 @@
 // Perch web chat: plain JavaScript over Perch's HTTP API, no build step, nothing fetched from the
 // internet. It signs in with a user's auth token (development sign-in), never with the API key.
-// Seed 001 (thread subscription surfaces) and seed 004 (quote replies) are implemented here; see
-// docs/web-chat.md for every rule and where it lives.
+// The thread subscription surfaces and quote replies are implemented here; see docs/web-chat.md
+// for every rule and where it lives.
 'use strict';
 
 const $ = (selector) => document.querySelector(selector);
@@ -94,7 +94,7 @@ function describe(error) {
   return error.message;
 }
 
-// ---------- seed 001: the thread event bus ----------
+// ---------- the thread subscription event bus ----------
 // Listeners are keyed by id; registering a duplicate id evicts the previous listener. Emitted only
 // after the server accepted a change, so every surface shows what the server holds.
 const threadEvents = {
@@ -397,7 +397,7 @@ function onEvent(name, event) {
   if (name === 'onMessagePinned' || name === 'onMessageUnpinned') loadPins();
 }
 
-// Seed 004: a message with live quote replies cannot be deleted by its sender.
+// The delete guard: a message with live quote replies cannot be deleted by its sender.
 function trackQuote(message) {
   if (!message.quotedMessageId || message.deletedAt) return;
   if (!state.quoteReplies.has(message.quotedMessageId)) state.quoteReplies.set(message.quotedMessageId, new Set());
@@ -506,7 +506,7 @@ async function loadMembers() {
   }
 }
 
-// Seed 003: in a group only the owner, admins and moderators pin; one-on-one both people do.
+// Pins: in a group only the owner, admins and moderators pin; one-on-one both people do.
 function canPin() {
   if (!state.ui.features.pin) return false;
   if (state.conversation.kind === 'user') return true;
@@ -682,14 +682,14 @@ function openSheet(message, x, y, options = {}) {
         onclick: () => { closeSheet(); toggleReaction(message, reaction); },
       }, reaction);
     })));
-  // Seed 004's message menu: the reaction bar, Copy and Reply.
+  // The message menu: the reaction bar, Copy and Reply.
   if (message.text) {
     items.push(el('button', {
       // The text as shown: a mention is copied as @Name, not as its <@uid:...> token.
       role: 'menuitem', 'data-testid': 'action-copy', onclick: () => { closeSheet(); copyText(plain(message)); },
     }, 'Copy'));
   }
-  // Seed 004: Reply starts quote mode; disabled on a message that is itself a quote reply.
+  // Reply starts quote mode; disabled on a message that is itself a quote reply (one level deep).
   if (!options.inThread) {
     items.push(el('button', {
       role: 'menuitem', 'data-testid': 'action-reply', disabled: message.quotedMessageId !== 0,
@@ -707,7 +707,7 @@ function openSheet(message, x, y, options = {}) {
       role: 'menuitem', 'data-testid': 'action-thread', onclick: () => { closeSheet(); openThread(message); },
     }, 'Reply in thread'));
   }
-  // Seed 001: on parent messages only, never a reply, whatever the reply count.
+  // The subscription option: on parent messages only, never a reply, whatever the reply count.
   if (isParent && showOption()) {
     const subscribed = isSubscribed(message.id);
     items.push(el('button', {
@@ -812,7 +812,7 @@ async function deleteMessage(message) {
   }
 }
 
-// ---------- seed 004: quote mode ----------
+// ---------- quote mode ----------
 
 function startQuote(message) {
   if (state.editing) endEdit();

@@ -126,7 +126,7 @@ enum Secrets {
 
     /// OpenSSL's SHA-256, fetched from its provider once. The one-shot `SHA256()` looks the
     /// algorithm up by name at every call (a lock shared by every thread, a hash-table search, the
-    /// engine table): in perf of the HTTP burst that was three quarters of each request's digest.
+    /// engine table), which costs more than the digest of a short key.
     /// An `EVP_MD` may be used by many threads at once.
     nonisolated(unsafe) private static let sha256: OpaquePointer? = EVP_MD_fetch(nil, "SHA256", nil)
 

@@ -26,13 +26,12 @@ public struct URLSessionPluginClient: PluginHTTPClient {
         for (name, value) in headers { request.setValue(value, forHTTPHeaderField: name) }
         // The deadline is the timer's below. URLSession's own timeout is the longest wait between two
         // reads (an answer sent a byte at a time never trips it), and swift-corelibs-foundation hands
-        // libcurl whole seconds, so an interval under one second times out at once (measured: 0.5 s
-        // fails in 2 ms, 1.0 s waits): it is kept past the deadline.
+        // libcurl whole seconds, so an interval under one second times out at once: it is kept past
+        // the deadline.
         request.timeoutInterval = Double(time.components.seconds + 2)
         let call = Task { try await Self.session.data(for: request) }
-        // On Dispatch's threads, not the cooperative pool: a host whose pool is busy kept a timer
-        // task waiting past the post's answer (a full parallel test run: a 50 ms deadline, the
-        // answer at 500 ms, taken).
+        // On Dispatch's threads, not the cooperative pool: a host whose pool is busy would keep a
+        // timer task waiting past the deadline, and the post's late answer would be taken.
         let timer = DispatchWorkItem { call.cancel() }
         let nanoseconds = time.components.seconds * 1_000_000_000 + time.components.attoseconds / 1_000_000_000
         DispatchQueue.global().asyncAfter(deadline: .now() + .nanoseconds(Int(max(0, nanoseconds))), execute: timer)

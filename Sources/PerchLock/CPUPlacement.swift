@@ -8,10 +8,9 @@ import CSched
 ///
 /// When the disk holding the database completes a write (the checkpoints' flushes), the kernel
 /// finishes it on the CPU its interrupt is routed to, in interrupt context: that CPU's running
-/// thread stops meanwhile. A thread that answers a round trip in tens of microseconds feels it. On
-/// the bench machine the disk's one interrupt goes to CPU 1; with the host's thread anywhere the
-/// closed loop's p99 was 0.25–0.32 ms, kept on CPU 0 0.12–0.14 (BENCHMARKS.md, tenth session). Servers
-/// built for latency keep their busy threads and the device interrupts apart (Seastar's
+/// thread stops meanwhile. A thread that answers a round trip in tens of microseconds feels it in
+/// its slowest round trips. Servers built for latency keep their busy threads and the device
+/// interrupts apart (Seastar's
 /// `perftune.py` moves the interrupts; that needs root, so this moves the thread).
 public enum CPUPlacement {
     /// The CPUs the calling thread may run on, in increasing order (empty when unknown).

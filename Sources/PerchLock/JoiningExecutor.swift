@@ -3,11 +3,10 @@
 /// request), after what that owner is running; anywhere else, on the shared pool.
 ///
 /// For the bots of `perch run`: a message posted over HTTP is committed on the connection's
-/// thread, which resumes the bots of the message's room. On the pool each of them woke a thread
-/// of the pool, on this virtual machine an interrupt between virtual CPUs; joined, they run on the
-/// connection's thread once its answer is sent, and a bot's reply is committed there too. The
-/// loopback round trip's median fell from 0.28–0.29 to 0.23–0.26 ms and the server's CPU by a
-/// tenth (BENCHMARKS.md, tenth session).
+/// thread, which resumes the bots of the message's room. On the pool each of them would wake a
+/// thread of the pool, on a virtual machine an interrupt between virtual CPUs; joined, they run on
+/// the connection's thread once its answer is sent, and a bot's reply is committed there too: a
+/// round trip over HTTP wakes no other thread, and costs the server less CPU.
 ///
 /// At most `limit` jobs join one owner (one request); the rest go to the pool, so a room with
 /// many bots still spreads them over the cores.

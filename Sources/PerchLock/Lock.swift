@@ -6,11 +6,10 @@
 ///
 /// Perch does not use `Synchronization.Mutex` on Linux. It is a priority-inheritance futex: every
 /// release hands the lock to the next waiter in line and the kernel must run that thread before
-/// anyone can take it, so contended threads convoy. Measured on this machine: 200 threads taking
-/// one lock in a loop ran 200 times slower than with a pthread mutex, and under many event-stream
-/// connections the host's event cache lock stopped making progress at all (a thousand connection
-/// threads parked on it, none holding it; BENCHMARKS.md, sixth session). A pthread mutex lets a
-/// running thread take a lock that was just released, which is what short critical sections want.
+/// anyone can take it, so contended threads convoy: with many threads on one lock each release
+/// costs a context switch, and under many event-stream connections a busy lock can stop making
+/// progress (its waiters parked, none holding it). A pthread mutex lets a running thread take a
+/// lock that was just released, which is what short critical sections want.
 ///
 /// The value and the mutex share one allocation (a `ManagedBuffer` whose header is the value and
 /// whose one element is the mutex, which never moves): a lock is made for every bot's send pipeline
@@ -40,8 +39,8 @@ public struct Lock<Value>: @unchecked Sendable {
     /// Runs `body` with the value while holding the lock. `body` must not take this lock again.
     ///
     /// Inlinable, so each caller gets it specialized to its value and closure: called across modules
-    /// as a plain generic function it was about 1% of a burst's samples on its own, plus the runtime's
-    /// generic metadata lookups.
+    /// as a plain generic function it would pay a call and the runtime's generic metadata lookups
+    /// on every lock of the hot path.
     @inlinable @inline(__always)
     public func withLock<T, E: Error>(_ body: (inout Value) throws(E) -> T) throws(E) -> T {
         try storage.withUnsafeMutablePointers { (value, mutex) throws(E) -> T in

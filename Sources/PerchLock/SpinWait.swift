@@ -10,11 +10,10 @@ import Synchronization
 /// trip comes back to soon: the store's writer, the host's executor, a WebSocket's thread.
 ///
 /// Why: a thread that sleeps leaves its CPU idle, and an idle CPU is slow to wake, most of all a
-/// virtual one (the hypervisor has halted it and must schedule it again). On the bench machine
-/// the WebSocket round trip's median fell from 0.235 to 0.172 ms with the server looking for 50
-/// µs before it slept, at the same CPU a run: the wake-ups it saves cost about what the looking
-/// does (BENCHMARKS.md, twelfth session). Go's scheduler spins idle threads before parking them
-/// for the same reason, as do glibc's adaptive mutexes and Seastar's reactor.
+/// virtual one (the hypervisor has halted it and must schedule it again): when the next piece of
+/// work comes within tens of microseconds, as in a round trip, looking for it costs less CPU than
+/// the wake-up it saves, and the work starts sooner. Go's scheduler spins idle threads before
+/// parking them for the same reason, as do glibc's adaptive mutexes and Seastar's reactor.
 ///
 /// Looking never takes a CPU the work needs: a thread looks only when the process may run on more
 /// than one CPU, with at most one thread fewer than the CPUs looking at a time, and for at most

@@ -92,7 +92,7 @@ public final class ThreadExecutor: TaskExecutor, @unchecked Sendable {
         // keeps it alive.
         // (Signalling through `self` after the lock crashed a loopback run under load: the semaphore
         // was freed in between. Signalling under the lock made the woken owner sleep again at once,
-        // on the lock the signaller still held: perf counted it in a pipelined burst.)
+        // on the lock the signaller still held.)
         // An owner in poll(2) that is awake looks at its queue before it sleeps: no write then.
         let queued = state.withLock { state -> (queued: Bool, wake: Wake?) in
             guard !state.stopped else { return (false, nil) }

@@ -3,8 +3,7 @@ import Glibc
 import PerchLock
 
 /// Many word lists matched in one pass: every word of every list is compiled into one Hyperscan
-/// database, so a message costs one scan whatever the number of lists and words (5,000 words
-/// measured at a few microseconds a message; see BENCHMARKS.md).
+/// database, so a message costs one scan whatever the number of lists and words.
 ///
 /// Words match whole and ignoring case: an occurrence counts unless it splits a word of the text,
 /// that is unless a word character (ASCII letter, digit or `_`) of its first or last character

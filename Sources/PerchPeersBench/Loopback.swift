@@ -520,7 +520,7 @@ func runLoopback(_ options: Options, perch: String, configPath: String, transpor
     let injector = LoopbackInjector(
         port: port, key: key, session: session, events: events,
         // 16 connections, as a client's connection pool would hold (libmicrohttpd answers one
-        // request at a time per connection; 4, 8, 16, 32 and 64 lanes: BENCHMARKS.md).
+        // request at a time per connection; PERCH_BENCH_LANES tries others).
         lanes: max(1, Int(environment["PERCH_BENCH_LANES"] ?? "") ?? 16),
         depth: max(1, Int(environment["PERCH_BENCH_DEPTH"] ?? "") ?? 16))
     var result = try await runPhases(options, injector: injector, router: router, spawnedAt: spawnedAt)

@@ -6,7 +6,7 @@ import Synchronization
     import Glibc
 #endif
 
-/// The workload `peers-v1`, as `shared/bench/peers/common.py` defines it: N messages from one
+/// The workload `peers-v1`, as `bench/peers-v1/common.py` defines it: N messages from one
 /// person in one room, `!ping i` for even i (reply `pong i`) and `hey @bot status i` for odd i
 /// (reply `ack i`), after a startup probe.
 enum Workload {

@@ -1,9 +1,9 @@
-// peers-v1 for Perch (issue 8): writes the result JSON of `shared/bench/peers` to `--out`, so
+// peers-v1 for Perch: writes the result JSON of `bench/peers-v1` to `--out`, so
 // `launch.py` runs it and `aggregate.py` puts it in the peers' table.
 //
 //   PerchPeersBench [--n 10000] [--out FILE] [--variant NAME] [--phases burst,closed]
 //                   [--loopback PATH_TO_PERCH [--transport http|websocket]]
-//                   [--config bench/peers-v1/config.yaml]
+//                   [--config bench/peers-v1/perch/config.yaml]
 import Foundation
 import PerchHost
 
@@ -11,7 +11,7 @@ let startedAt = monotonicNanoseconds()
 Allocator.tuneForHost()  // as `perch` does at start
 let spawnedAt = ProcessInfo.processInfo.environment["BENCH_SPAWN_NS"].flatMap(UInt64.init) ?? startedAt
 var options = Options()
-var configPath = "bench/peers-v1/config.yaml"
+var configPath = "bench/peers-v1/perch/config.yaml"
 var loopback: String?
 var transport = LoopbackTransport.http
 var arguments = CommandLine.arguments.dropFirst()

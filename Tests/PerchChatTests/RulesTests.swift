@@ -321,7 +321,7 @@ struct DeleteCase: CustomTestStringConvertible, Sendable {
         #expect(
             ChatError(.messageActionNotAllowed, ["messageId": 7, "quoteReplyCount": 3]).message
                 == "The message has 3 quote replies; delete them first.")
-        // The same code answers a deleted message (seed 000: "for example, it was deleted").
+        // The same code answers a deleted message (CometChat's docs: "for example, it was deleted").
         #expect(ChatError.messageNotFound(7).message == "Message 7 does not exist or was deleted.")
     }
 

@@ -45,7 +45,7 @@ import Testing
     }
 
     /// The shipped announcer keeps pinning once the channel is full: its own oldest pin makes room,
-    /// and a pin a person made stays (seed 003's limit, with the config's lower one here).
+    /// and a pin a person made stays (the pin limit, with the config's lower one here).
     @Test func theAnnouncerMakesRoomWithItsOwnOldestPinWhenTheChannelIsFull() async throws {
         let config = try String(contentsOfFile: repositoryRoot + "/config.yaml", encoding: .utf8)
             .replacingOccurrences(of: "pinsPerConversation: 100", with: "pinsPerConversation: 2")

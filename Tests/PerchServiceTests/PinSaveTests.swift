@@ -5,7 +5,7 @@ import PerchService
 import PerchTestSupport
 import Testing
 
-/// Seed 003, table by table: the pin/save comparison, the message fields, fetching, events, the
+/// Pins and saves, as CometChat documents them, table by table: the pin/save comparison, the message fields, fetching, events, the
 /// feature gates, the error codes and the edge cases.
 @Suite struct PinSaveComparisonTests {
     @Test func pinIsVisibleToEveryoneSaveIsPrivate() async throws {
@@ -269,7 +269,7 @@ private func pinnedPages(_ chat: ChatFixture, _ first: MessagesRequest, as viewe
         }
     }
 
-    /// Seed 003 fetches pins and saves with a `MessagesRequest` "filtered by" `pinned` or `saved`:
+    /// CometChat fetches pins and saves with a `MessagesRequest` "filtered by" `pinned` or `saved`:
     /// its other filters narrow those lists as they narrow a conversation's, paging included.
     @Test func pinnedAndSavedListingsTakeTheListingFilters() async throws {
         try await withChat { chat in

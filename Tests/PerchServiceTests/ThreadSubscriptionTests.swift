@@ -3,7 +3,7 @@ import PerchService
 import PerchTestSupport
 import Testing
 
-/// Seed 000: subscribe and unsubscribe, automatic subscription, `threadSubscribed`, the inbox.
+/// Thread subscriptions: subscribe and unsubscribe, automatic subscription, `threadSubscribed`, the inbox.
 @Suite struct ThreadSubscriptionTests {
     @Test func subscribeIsIdempotentAndWorksWithNoReplies() async throws {
         try await withChat { chat in

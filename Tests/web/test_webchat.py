@@ -1,5 +1,5 @@
-"""The web chat in a real headless browser (Debian's chromium): seed 001's thread-subscription
-surfaces, seed 004's quote replies, pins and saves, the threads inbox, preferences, and the bots'
+"""The web chat in a real headless browser (Debian's chromium): the thread-subscription
+surfaces, quote replies, pins and saves, the threads inbox, preferences, and the bots'
 work arriving live."""
 import json
 import os
@@ -453,7 +453,7 @@ class QuoteReplyTests(WebChatTestCase):
         self.assertIn("private original", node.find_element(By.CSS_SELECTOR, '[data-testid="quoted"]').text)
 
     def test_the_message_menu_has_the_reaction_bar_copy_and_reply(self):
-        # Seed 004: "The Message menu contains an Emoji reaction bar, a Copy button, and a Reply button."
+        # The message menu holds a reaction bar, a Copy button and a Reply button, in that order.
         page = self.page("dave")
         message = self.server.send("copy me, <@uid:bob>, exactly", "carol")
         page.open_group("general")

@@ -1,12 +1,13 @@
 /// A hand-written JSON writer for the event log's payloads.
 ///
-/// The single writer thread encodes one payload per change; Foundation's `JSONEncoder` spent a
-/// quarter of a send there (measured with perf). This writes the same keys `Codable` does, so
+/// The single writer thread encodes one payload per change, on every send's path, where
+/// Foundation's `JSONEncoder` and its generic `Codable` machinery cost more than the rest of the
+/// encoding. This writes the same keys `Codable` does, so
 /// `JSONDecoder` reads it back into the same value (a test checks the round trip).
 public struct JSONWriter {
-    /// The buffer, zero-filled past `length` (writing through an index into an array kept at full
-    /// size is several times cheaper than `append(contentsOf:)`, whose generic path cost about
-    /// 30 ns for every key and comma: two thirds of an event's encoding, measured with perf).
+    /// The buffer, zero-filled past `length`: writing through an index into an array kept at full
+    /// size is several times cheaper than `append(contentsOf:)`, whose generic path runs for every
+    /// key and comma.
     private var storage: [UInt8]
     private var length = 0
 

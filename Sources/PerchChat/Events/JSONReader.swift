@@ -1,7 +1,7 @@
 /// A hand-written JSON reader for the event log's payloads, the counterpart of ``JSONWriter``.
 ///
-/// Every bot and every live session decodes each event it reads; Foundation's `JSONDecoder` took
-/// 30% of the host's CPU in the peers-v1 burst (perf), most of it in generic `Codable` machinery.
+/// Every bot and every live session decodes each event it reads, and Foundation's `JSONDecoder`
+/// spends most of that in generic `Codable` machinery.
 /// This reads the bytes once, front to back, straight into the model's fields. It accepts what
 /// `Codable` accepts for these types: keys in any order, unknown keys skipped, optional keys absent
 /// or `null`; a required key missing or a value of the wrong kind throws ``JSONReader/Failure``.

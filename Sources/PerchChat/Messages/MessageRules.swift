@@ -14,7 +14,7 @@ public enum MessageRules {
     }
 
     /// Checks a delete. The sender may delete their own message unless live quote replies of it
-    /// exist (the guard of seed 004); a group owner, admin or moderator, and `app_system`, may
+    /// exist (the delete guard: docs/chat-model.md, "Threads and quote replies"); a group owner, admin or moderator, and `app_system`, may
     /// delete any message (moderation), quote replies or not.
     /// - Throws: `ERR_MESSAGE_ID_NOT_FOUND`, `ERR_MESSAGE_NO_ACCESS`, `ERR_MESSAGE_NOT_A_SENDER`,
     ///   `ERR_MESSAGE_ACTION_NOT_ALLOWED {quoteReplyCount}`.

@@ -1,4 +1,4 @@
-/// Who may pin and save (seed 003).
+/// Who may pin and save (docs/chat-model.md, "Pins and saves").
 public enum PinRules {
     /// Checks a pin or unpin: in a group only its owner, admins and moderators; in one-on-one both
     /// participants; `app_system` anywhere. Action messages cannot be pinned.
@@ -53,7 +53,7 @@ public enum PinRules {
 
 /// What a pin does when its conversation already holds `limits.pinsPerConversation` pins.
 public enum PinOverflow: String, Sendable, Equatable, CaseIterable {
-    /// Refuse with `ERR_PINNED_MESSAGES_LIMIT_EXCEEDED {limit}` (seed 003's rule; the default).
+    /// Refuse with `ERR_PINNED_MESSAGES_LIMIT_EXCEEDED {limit}` (the default).
     case refuse
     /// Unpin the oldest pins the same pinner made, in the same transaction, to make room; refuse as
     /// above when the pinner holds none of the pins (people's pins are never released for it).

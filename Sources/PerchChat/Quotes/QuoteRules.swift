@@ -1,4 +1,5 @@
-/// Quote replies (Sendbird's, seed 004): one level deep, within one conversation.
+/// Quote replies (Sendbird's; docs/chat-model.md, "Threads and quote replies"): one level deep,
+/// within one conversation.
 public enum QuoteRules {
     /// Checks that `quoted` can be quoted by a message sent into `conversationId`.
     /// - Throws: `ERR_MESSAGE_ID_NOT_FOUND` (missing or deleted), `ERR_WRONG_MESSAGE_THREAD`

@@ -1,4 +1,5 @@
-/// Thread subscription (seed 000): who may subscribe, and whom a reply subscribes.
+/// Thread subscription (docs/chat-model.md, "Thread subscriptions"): who may subscribe, and whom a
+/// reply subscribes.
 public enum ThreadSubscriptionRules {
     /// Checks an explicit subscribe or unsubscribe to the thread of `parent`.
     /// - Throws: `ERR_MESSAGE_ID_NOT_FOUND` (missing or deleted), `ERR_MESSAGE_NO_ACCESS`,

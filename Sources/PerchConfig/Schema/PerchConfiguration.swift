@@ -16,7 +16,7 @@ public struct PerchConfiguration: Decodable, Sendable {
     public var backend: Backend
     /// `storage`: how durable the embedded store is.
     public var storage: StorageConfiguration
-    /// `features`: the per-app gates of seed 003.
+    /// `features`: the per-app gates of pins and saves.
     public var features: Features
     /// `limits`: the server-owned caps.
     public var limits: Limits
@@ -24,7 +24,7 @@ public struct PerchConfiguration: Decodable, Sendable {
     public var notifications: NotificationDefaults
     /// `ui`: the UI kit's switches.
     public var ui: UIConfiguration
-    /// `strings`: the copy table; the seed 001 keys have defaults, others may be added.
+    /// `strings`: the copy table; the UI kit's keys have defaults, others may be added.
     public var strings: StringTable
     /// `seed`: users and groups the embedded backend creates at start (idempotently).
     public var seed: Seed
@@ -276,15 +276,16 @@ extension QuotedRepliesOption: NamedOption {}
 
 public struct UIConfiguration: Decodable, Sendable {
     public struct ThreadSubscription: Decodable, Sendable {
-        /// `enabled` (default true): seed 001's process-wide gate. Off removes the follow commands
-        /// and controls everywhere; the server's automatic subscription goes on.
+        /// `enabled` (default true): the process-wide gate of the follow controls. Off removes the
+        /// follow commands and controls everywhere; the server's automatic subscription goes on
+        /// (docs/chat-model.md, "Thread subscriptions").
         public var enabled = true
         /// `hideOption` (default false): hides the action-sheet option of the web chat.
         public var hideOption = false
         /// `hideButton` (default false): hides the bell of the web chat's thread panel.
         public var hideButton = false
         /// `topBarBell` (default true): the thread panel's bell sits in its top bar; false puts it
-        /// on the reply-count bar instead (seed 001's fallback bell, shown only without the top one).
+        /// on the reply-count bar instead (the UI kit's fallback bell, shown only without the top one).
         public var topBarBell = true
 
         public init() {}
@@ -300,7 +301,7 @@ public struct UIConfiguration: Decodable, Sendable {
         }
     }
 
-    /// `threadSubscription`: the gate of seed 001 and the per-surface hide flags.
+    /// `threadSubscription`: the follow controls' gate and the per-surface hide flags.
     public var threadSubscription = ThreadSubscription()
 
     public init() {}

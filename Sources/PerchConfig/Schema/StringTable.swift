@@ -1,7 +1,8 @@
-/// The copy table: seed 001's strings with their default copy, overridable and extensible in
+/// The copy table: the thread-subscription controls' strings with CometChat's UI kit's default
+/// copy (docs/configuration.md, "Strings"), and Perch's own, overridable and extensible in
 /// `config.yaml` under `strings`, used by bot templates as `{strings.KEY}`.
 public struct StringTable: Decodable, Sendable {
-    /// The keys of seed 001 with their default copy, and Perch's own.
+    /// The UI kit's keys with their default copy, and Perch's own.
     public static let defaults: [String: String] = [
         "THREAD_SUBSCRIBE": "Subscribe to thread",
         "THREAD_UNSUBSCRIBE": "Unsubscribe from thread",

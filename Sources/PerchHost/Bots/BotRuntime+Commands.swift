@@ -13,8 +13,8 @@ extension BotRuntime {
 
     /// ``command(in:prefix:)`` on UTF-8 bytes, for a text and prefix in ASCII, where a byte is a
     /// character and ASCII's whitespace (tab to carriage return, space) is `Character.isWhitespace`'s:
-    /// the same answer without breaking the text into grapheme clusters, which was 6% of the bots'
-    /// thread in a burst (perf).
+    /// the same answer without breaking the text into grapheme clusters, which every message would
+    /// otherwise pay on the bots' thread.
     static func asciiCommand(in text: String, prefix: String) -> (name: String, args: String)? {
         let utf8 = text.utf8
         func isSpace(_ byte: UInt8) -> Bool { byte == 0x20 || (0x09...0x0D).contains(byte) }

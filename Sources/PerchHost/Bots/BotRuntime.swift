@@ -337,7 +337,7 @@ final class BotRuntime: Sendable {
             case .react(let reaction): try await context.react(reaction)
             case .unreact(let reaction): try await context.unreact(reaction)
             case .subscribe(let who), .unsubscribe(let who):
-                // Seed 001's gate: closed, no subscription call is made through the host.
+                // The follow controls' gate: closed, no subscription call is made through the host.
                 guard bot.threadSubscriptionEnabled else { return }
                 let uid: String? = {
                     switch who {

@@ -32,8 +32,8 @@ struct CompiledBot: Sendable {
     var configuration: BotConfiguration
     var rules: [CompiledRule]
     var plugins: [String: any BotPlugin]
-    /// Whether the follow commands and subscription actions are on for this bot (seed 001's gate
-    /// ANDed with the bot's flag).
+    /// Whether the follow commands and subscription actions are on for this bot (the follow
+    /// controls' gate, `ui.threadSubscription.enabled`, ANDed with the bot's flag).
     var threadSubscriptionEnabled: Bool
     /// The commands the built-in `help` lists, in file order; empty when the bot has no built-in
     /// `help` (no commands, `help_command: false`, or a `help` command of its own).

@@ -7,10 +7,9 @@ public enum Allocator {
     /// Keeps glibc from handing freed heap back to the kernel after every burst of frees.
     ///
     /// With its defaults, glibc trims each thread arena's free top with `madvise` as soon as it
-    /// passes 128 KiB, and the next request faults the pages back in: perf showed a third of an HTTP
-    /// send's time in page faults and `madvise` (strace: about 9 `madvise` calls per request). Freed
-    /// memory is now kept for reuse up to 64 MiB per arena; peak RSS does not grow (pages are reused,
-    /// not added).
+    /// passes 128 KiB, and the next request faults the pages back in: a busy HTTP host spends its
+    /// time in page faults and `madvise` calls, several a request. Freed memory is kept for reuse up
+    /// to 64 MiB per arena; peak RSS does not grow (pages are reused, not added).
     public static func tuneForHost() {
         #if canImport(Glibc)
             _ = mallopt(M_TRIM_THRESHOLD, 64 << 20)

@@ -10,9 +10,9 @@ import PerchLock
 /// commits a lone send on the caller's thread), which resumes the bots' waits; they run next on the
 /// same thread once the sender's task suspends, and the tap of their replies resumes the sender
 /// there again. A round trip then wakes no other thread. On the shared cooperative pool each of
-/// those resumptions may wake a second thread on the other core, which on this virtual machine is an
-/// interrupt between virtual CPUs (BENCHMARKS.md, ninth session: the closed loop's median 0.089 →
-/// 0.068 ms in `make bench`). It does not help a sender on another thread (an HTTP connection's):
+/// those resumptions may wake a second thread on the other core, which on a virtual machine is an
+/// interrupt between virtual CPUs, the largest single cost of an in-process round trip. It does not
+/// help a sender on another thread (an HTTP connection's):
 /// then every message wakes this thread, where the pool may have found its own thread free;
 /// `perch run` gives its bots a ``JoiningExecutor`` instead, which runs them on the connection's
 /// thread.

@@ -28,8 +28,9 @@ public final class BotContext: Sendable {
     public let storage: PluginStorage
     /// The command of a command message (`!follow 42` → `("follow", "42")`).
     public let command: (name: String, args: String)?
-    /// Whether thread-subscription commands and controls are on for this bot (seed 001's gate
-    /// ANDed with the bot's `thread_subscription`). Closed, a plugin must not offer them.
+    /// Whether thread-subscription commands and controls are on for this bot (the gate
+    /// `ui.threadSubscription.enabled` ANDed with the bot's `thread_subscription`). Closed, a plugin
+    /// must not offer them.
     public let threadSubscriptionEnabled: Bool
     /// The JSON body of a webhook trigger.
     public let webhook: JSONValue?

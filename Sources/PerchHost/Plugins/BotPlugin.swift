@@ -59,8 +59,9 @@ public protocol BotPlugin: Sendable {
     func onMessageReactionRemoved(_ context: BotContext) async throws
     /// Group member events: joined, left, kicked, banned, unbanned, scope changed, added.
     func onGroupMemberEvent(_ context: BotContext) async throws
-    /// Seed 001's cross-surface event, from the host's event bus: a subscribe or unsubscribe made
-    /// through the host succeeded (never sent on failure).
+    /// A subscription changed through the host (its `subscribe`/`unsubscribe` actions, `!follow`),
+    /// from the host's event bus, so a plugin's own follow control stays in step; never sent on
+    /// failure.
     func onThreadSubscriptionChanged(parentMessageId: Int64, uid: String, isSubscribed: Bool) async
     /// Every event the bot hears. The default calls the hook named after the event; override it to
     /// take all events in one place.

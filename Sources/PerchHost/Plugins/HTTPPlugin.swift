@@ -4,7 +4,7 @@ import PerchLock
 
 /// How the host posts to a plugin reached over HTTP. `perch` gives ``BotHost/Options/httpClient``
 /// the URLSession one of `PerchHTTPClient`; the protocol keeps an HTTP client library (libcurl,
-/// under FoundationNetworking: about 7 MiB and 10 ms at start) out of every program that embeds the
+/// under FoundationNetworking, which costs memory and start-up time) out of every program that embeds the
 /// host without using it.
 public protocol PluginHTTPClient: Sendable {
     /// POSTs `body` to `url` with `headers`; gives up once `time` has passed.

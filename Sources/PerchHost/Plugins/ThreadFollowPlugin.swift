@@ -1,7 +1,7 @@
 import PerchChat
 
-/// `!follow` / `!unfollow`: subscribe or unsubscribe the sender to a thread and answer with seed
-/// 001's copy.
+/// `!follow` / `!unfollow`: subscribe or unsubscribe the sender to a thread and answer with the
+/// follow controls' copy (`strings` in config.yaml).
 ///
 /// The thread is, in order: the message id given as argument (`!follow 42`; a reply's id, the thread
 /// it is in); the message quoted by the command (a quote reply to a top-level message follows that

@@ -104,8 +104,8 @@ final class SQLiteConnection {
     /// bindings. The text values are copied once, into one scratch buffer that lives for the call
     /// (on the stack when small), and bound as `SQLITE_STATIC`: SQLite reads them in place during
     /// the steps and forgets them at the clearing. Bound as `SQLITE_TRANSIENT` from a `String`
-    /// instead, each text value cost two allocations (Swift's C string, then SQLite's own copy):
-    /// a quarter of all allocations in a round trip (perf, uprobe on `malloc`). Every value is
+    /// instead, each text value would cost two allocations (Swift's C string, then SQLite's own
+    /// copy), on every statement of the hot path. Every value is
     /// bound with its length, so a text holding U+0000 is stored whole.
     private func withBindings<T>(
         _ statement: OpaquePointer, _ values: [SQLValue], _ body: () throws -> T
@@ -219,10 +219,9 @@ struct ConnectionBox: @unchecked Sendable {
     let coder = JSONCoder()
 }
 
-/// A statement's text as the cache's key, hashed by its length and last 48 bytes only: hashing
-/// all of a statement of some 400 bytes at every use was 3% of the writer thread's time (perf of a
-/// burst). Equal keys are equal texts; texts that share a length and an ending only cost a
-/// comparison.
+/// A statement's text as the cache's key, hashed by its length and last 48 bytes only: hashing all
+/// of a statement of some 400 bytes at every use showed in the writer thread's profile. Equal keys
+/// are equal texts; texts that share a length and an ending only cost a comparison.
 private struct StatementKey: Hashable {
     let sql: String
 

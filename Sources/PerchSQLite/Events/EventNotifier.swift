@@ -169,8 +169,8 @@ final class EventNotifier: Sendable {
         }
 
         static func add<Key: Hashable>(_ id: Int, under key: Key, to index: inout [Key: WaiterIDs]) {
-            // Not `index[key]?.insert(id)`: written so, it measured 22 more allocations a round
-            // trip (scripts/bench-allocations.py).
+            // Not `index[key]?.insert(id)`: that copies the set out of the dictionary and back,
+            // allocating at every wait (scripts/bench-allocations.py counts them).
             if index[key] == nil {
                 index[key] = .one(id)
             } else {

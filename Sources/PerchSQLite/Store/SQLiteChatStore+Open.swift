@@ -3,9 +3,9 @@ import Foundation
 extension SQLiteChatStore {
     /// Reads the database file from start to end in large blocks, so that the check at open
     /// (`PRAGMA quick_check`, which visits every page in b-tree order, one random read each) finds
-    /// its pages in the kernel's page cache. A 3 GB database just out of the cache took 67 s to
-    /// check; read ahead first, 5.5 s to read and 2.4 s to check (BENCHMARKS.md, "Opening a large
-    /// database"). A file larger than half the machine's memory is left alone: its first pages
+    /// its pages in the kernel's page cache: sequential reads of the whole file cost a fraction of
+    /// the check's random reads from the disk. A file larger than half the machine's memory is left
+    /// alone: its first pages
     /// would leave the cache before the check reached them. Errors are ignored (the open that
     /// follows reports its own).
     static func readAhead(_ path: String) {

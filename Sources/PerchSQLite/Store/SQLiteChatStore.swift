@@ -90,7 +90,7 @@ public final class SQLiteChatStore: ChatStore {
         try connection.execute("PRAGMA wal_autocheckpoint = 0")
         // The writer's page cache holds 4 MiB (SQLite's default is 2): a send to a 1,000-member
         // group changes a leaf of the outbox's index per member, and at 2 MiB those leaves were read
-        // back from the file at every send (BENCHMARKS.md, "Notification routing").
+        // back from the file at every send.
         try connection.execute("PRAGMA cache_size = -\(Self.writerCacheKiB)")
         checkpointer = try Checkpointer(path: path, synchronous: synchronous, threshold: checkpointFrames)
         checkpointer.watch(connection)

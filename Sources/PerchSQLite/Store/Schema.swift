@@ -7,8 +7,7 @@ enum Schema {
     /// The page size of a new file. A send touches eight to ten b-trees, and a commit writes a
     /// whole page of each to the log (11 pages is typical): at 2 KiB it writes half the bytes of
     /// SQLite's default 4 KiB and the checkpoint copies half as many back, while a message's row and
-    /// its event still fit one page (a table row spills at about 2,000 bytes). BENCHMARKS.md has
-    /// the measurements.
+    /// its event still fit one page (a table row spills at about 2,000 bytes).
     static let pageSize = 2_048
 
     static let migrations: [String] = [
@@ -274,7 +273,7 @@ enum Schema {
         // every message and `messages_top_level` the top-level ones again, so a top-level send
         // wrote both. Now the top level and the thread replies each have their own, and a whole
         // conversation's page merges the two (`SQLiteTransaction.pageSQL`): a page still reads
-        // O(limit) rows, and a send changes one b-tree less (BENCHMARKS.md, thirty-second session).
+        // O(limit) rows, and a send changes one b-tree less.
         """
         DROP INDEX messages_by_conversation;
         CREATE INDEX messages_replies_by_conversation ON messages (conversation_id, id) WHERE parent_id != 0;

@@ -245,7 +245,7 @@ final class Writer: Sendable {
             foreign = try reference.check(db)
             // The bodies run with no savepoint: under an open savepoint every statement's release
             // walks SQLite's in-memory sub-journal from its start, which holds every page the batch
-            // changed so far (a batch of sends to a 1,000-member group spent 78% of its time there).
+            // changed so far (a batch of sends to a large group spent most of its time there).
             let lone = batch.count == 1
             var commits = true
             if !batch.allSatisfy({ $0.run(tx, false) }) {

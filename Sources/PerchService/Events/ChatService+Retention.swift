@@ -9,7 +9,7 @@ extension ChatService {
     /// log's start: ``EventPage/missed``). Messages are never pruned.
     ///
     /// Rows go in writes of `batch` (and audience rows 100 users a write), so sends interleave with a
-    /// long pass instead of waiting for it (BENCHMARKS.md, "Event log retention").
+    /// long pass instead of waiting for it.
     /// A pass finds nothing to do until its first mark is `retention` old.
     public func pruneEventLog(olderThan retention: Int64, batch: Int = 500) async throws(ChatError) -> LogPruning {
         let now = clock.now()

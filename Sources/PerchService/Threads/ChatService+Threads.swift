@@ -4,7 +4,7 @@ import PerchLock
 extension ChatService {
     /// Subscribes `uid` to the thread of `parentMessageId`. Idempotent; allowed on a message with no
     /// replies yet; a (re)subscription bumps the thread's `updatedAt` in the user's inbox. No
-    /// listener event fires (seed 000). Returns the parent with `threadSubscribed` set.
+    /// listener event fires (docs/chat-model.md, "Thread subscriptions"). Returns the parent with `threadSubscribed` set.
     /// - Throws: `ERR_UID_NOT_FOUND` (a bot's `subscribe: UID` may name anyone),
     ///   `ERR_MESSAGE_ID_NOT_FOUND`, `ERR_MESSAGE_NO_ACCESS`, `ERR_MESSAGE_ACTION_NOT_ALLOWED`.
     public func subscribeToThread(_ parentMessageId: Int64, as uid: String) async throws(ChatError) -> Message {
@@ -47,7 +47,7 @@ extension ChatService {
         return Set(try tx.threadSubscribers(of: parent.id))
     }
 
-    /// Starts a threads-inbox request for `viewer` (seed 000's `ThreadsRequest`): single use and
+    /// Starts a threads-inbox request for `viewer` (CometChat's `ThreadsRequest`): single use and
     /// forward only.
     /// - Throws: `ERR_BAD_REQUEST` for a limit outside 1–100, for both uid and guid, and for
     ///   `participatedByMe: false` without a conversation.
@@ -107,7 +107,7 @@ extension ChatService {
     }
 }
 
-/// One row of the threads inbox (seed 000's `MessageThread`).
+/// One row of the threads inbox (CometChat's `MessageThread`).
 public struct MessageThread: Sendable, Hashable, Codable {
     public var parentMessageId: Int64
     public var parentMessage: Message

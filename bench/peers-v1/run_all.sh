@@ -18,7 +18,7 @@ PY="${PYTHON:-python3.11}"
 # resolve pyenv shims etc. to the real interpreter so startup times do not
 # include a shell-script shim
 PY="$("$PY" -c 'import sys; print(sys.executable)')"
-OUTDIR="${PEERS_OUT:-$HERE}"   # raw/ and results go here (shared/ may be read-only)
+OUTDIR="${PEERS_OUT:-$HERE}"   # raw/ and results go here
 export PEERS_OUT="$OUTDIR"
 mkdir -p "$ROOT" "$OUTDIR/raw"
 

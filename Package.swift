@@ -90,7 +90,7 @@ let package = Package(
                 "PerchService", "PerchSQLite", "PerchChat", "PerchMatch", "PerchRegex", "PerchHost", "PerchConfig",
                 "PerchLock",
             ]),
-        // peers-v1 against errbot, opsdroid and maubot (`make bench`; shared/bench/peers).
+        // peers-v1 against errbot, opsdroid and maubot (`make bench`; bench/peers-v1).
         .executableTarget(
             name: "PerchPeersBench",
             dependencies: [

@@ -1,6 +1,7 @@
 /*
  * The store against its limit (BENCHMARKS.md, "The store against plain SQLite"): plain SQLite
- * doing the writes of a Perch send and nothing else. It copies the schema of a database Perch just filled (same tables, same indexes),
+ * doing the writes of a Perch send and nothing else. It copies the schema of a database Perch just
+ * filled (same tables, same indexes),
  * opens a fresh file with the same pragmas (page size, WAL, synchronous NORMAL), and inserts per
  * "send" the rows a send wrote there on average (one message, one event with a payload of the same
  * size, the outbox rows), `batch` sends per transaction as Perch's group commit does with 64

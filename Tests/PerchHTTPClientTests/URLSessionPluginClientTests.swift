@@ -32,7 +32,7 @@ import Testing
         let (status, body) = try await URLSessionPluginClient().post(
             URL(string: service.url)!,
             headers: ["X-Perch-Signature-256": "sha256=ab", "Content-Type": "application/json"],
-            body: Array(#"{"n": 1}"#.utf8), within: .seconds(5))
+            body: Array(#"{"n": 1}"#.utf8), within: .seconds(30))
         #expect(status == 202)
         #expect(String(decoding: body, as: UTF8.self) == #"{"ok": true}"#)
         let request = try #require(service.requests.withLock { $0.first })
@@ -44,12 +44,13 @@ import Testing
     }
 
     @Test func aServiceThatIsNotThereIsUnreachable() async throws {
-        // A port that was just free: nothing listens on it.
-        let service = try LoopbackService()
-        let url = URL(string: service.url)!
-        await service.stop()
+        // A port held bound and not listening for the test's length (a port closed and given back
+        // could be taken by another test's server meanwhile): a connection to it is refused.
+        let (descriptor, port) = try boundNotListening()
+        defer { close(descriptor) }
+        let url = URL(string: "http://127.0.0.1:\(port)/hook")!
         do {
-            _ = try await URLSessionPluginClient().post(url, headers: [:], body: [], within: .seconds(5))
+            _ = try await URLSessionPluginClient().post(url, headers: [:], body: [], within: .seconds(20))
             Issue.record("a post to a closed port was answered")
         } catch {
             guard case .unreachable = error else {
@@ -83,4 +84,24 @@ import Testing
         }
         await slow.stop()
     }
+}
+
+/// A TCP socket bound to a free loopback port and not listening, and the port.
+func boundNotListening() throws -> (descriptor: Int32, port: UInt16) {
+    let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    var address = sockaddr_in()
+    address.sin_family = sa_family_t(AF_INET)
+    address.sin_port = 0
+    address.sin_addr.s_addr = inet_addr("127.0.0.1")
+    var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+    let bound = withUnsafeMutablePointer(to: &address) {
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+            bind(descriptor, $0, length) == 0 && getsockname(descriptor, $0, &length) == 0
+        }
+    }
+    guard descriptor >= 0, bound else {
+        close(descriptor)
+        throw HTTPServerErrorForTests()
+    }
+    return (descriptor, UInt16(bigEndian: address.sin_port))
 }

@@ -582,16 +582,31 @@ function quotedBlock(message) {
   }, el('strong', {}, quoted ? senderName(quoted.sender) : ''), ' ', file ? `File: ${file.name}` : body);
 }
 
+// An attachment is an upload of this server (fetched with the auth token, which never leaves this
+// origin) or an http(s) address elsewhere (opened as a plain link, without the token or this page
+// as its opener). Anything else, which the server refuses to store, is shown as text only.
 function attachmentNode(attachment) {
-  return el('a', {
-    class: 'attachment', href: '#', 'data-testid': 'attachment',
-    onclick: async (event) => {
-      event.preventDefault();
-      const response = await fetch(attachment.url, { headers: { authtoken: state.token } });
-      const url = URL.createObjectURL(await response.blob());
-      window.open(url, '_blank');
-    },
-  }, `File: ${attachment.name}`);
+  let target = null;
+  try { target = new URL(attachment.url, window.location.href); } catch (error) { target = null; }
+  const label = `File: ${attachment.name}`;
+  if (target && target.origin === window.location.origin && target.pathname.startsWith('/v3/media/')) {
+    return el('a', {
+      class: 'attachment', href: '#', 'data-testid': 'attachment',
+      onclick: async (event) => {
+        event.preventDefault();
+        const response = await fetch(target.pathname, { headers: { authtoken: state.token } });
+        const url = URL.createObjectURL(await response.blob());
+        window.open(url, '_blank', 'noopener');
+      },
+    }, label);
+  }
+  if (target && (target.protocol === 'https:' || target.protocol === 'http:')) {
+    return el('a', {
+      class: 'attachment', href: target.href, target: '_blank', rel: 'noopener noreferrer',
+      'data-testid': 'attachment',
+    }, label);
+  }
+  return el('span', { class: 'attachment', 'data-testid': 'attachment' }, label);
 }
 
 function messageNode(message, options = {}) {

@@ -38,6 +38,60 @@ import Testing
         }
     }
 
+    /// An upload is attached only by someone who may read it: a message never opens a file to its
+    /// readers that its uploader did not show them. The url may be relative or absolute.
+    @Test func anUploadCannotBeOpenedToOthersByAttachingIt() async throws {
+        try await withHTTPChat { http in
+            let uploaded = try await http.call(
+                "POST", "/v3/media?name=secret.txt", as: .user("carol"), body: Data("secret".utf8),
+                headers: ["Content-Type": "text/plain"])
+            let url = try #require(uploaded.data["url"] as? String)
+            #expect(try await http.sendImage(uploaded.data, to: "other", as: "carol").status == 200)
+            #expect(try await http.call("GET", url, as: .user("bob")).status == 403)
+            // bob (not in `other`) attaches it in `room`, relatively and absolutely: refused, and the
+            // file stays closed to him.
+            for link in [url, http.base + url, "HTTPS://elsewhere.example" + url] {
+                let refused = try await Self.attach(link, as: "bob", http)
+                #expect(refused.status == 403 && refused.errorCode == "ERR_MESSAGE_NO_ACCESS", "\(link)")
+            }
+            #expect(try await http.call("GET", url, as: .user("bob")).status == 403)
+            // alice, who reads `other`, may share it in `room`; then bob reads it, and the message
+            // carries the upload's one url.
+            let shared = try await Self.attach(http.base + url, as: "alice", http)
+            #expect(shared.status == 200)
+            #expect((shared.data["attachments"] as? [[String: Any]])?.first?["url"] as? String == url)
+            #expect(try await http.call("GET", url, as: .user("bob")).status == 200)
+        }
+    }
+
+    /// Outside the uploads, an attachment is an http or https address: nothing a browser would run
+    /// or render inline, no credentials in the address.
+    @Test func anAttachmentElsewhereIsAnHTTPAddress() async throws {
+        try await withHTTPChat { http in
+            for link in [
+                "javascript:alert(1)", "data:text/html,<b>x</b>", "file:///etc/passwd", "ftp://files.example/a",
+                "/web/app.js", "https://chat.example@evil.example/a", "https://files.example/a b", "vbscript:x",
+                "//evil.example/a", "https:///nohost",
+            ] {
+                let refused = try await Self.attach(link, as: "carol", http)
+                #expect(refused.status == 400 && refused.errorField == "attachments[0].url", "\(link)")
+            }
+            #expect(try await Self.attach("https://files.example/a.txt?x=1", as: "carol", http).status == 200)
+        }
+    }
+
+    /// Sends a file message to `room` as `uid` with one attachment at `link`.
+    static func attach(_ link: String, as uid: String, _ http: HTTPChat) async throws -> HTTPChat.Answer {
+        let attachment: [String: Any] = [
+            "name": "s", "size": 6, "mimeType": "text/plain", "extension": "txt", "url": link,
+        ]
+        let body: [String: Any] = [
+            "receiver": "room", "receiverType": "group", "type": "file", "data": ["attachments": [attachment]],
+        ]
+        let json = String(decoding: try JSONSerialization.data(withJSONObject: body), as: UTF8.self)
+        return try await http.call("POST", "/v3/messages", as: .user(uid), json: json)
+    }
+
     @Test func aFileThatCannotBeWrittenIsUnavailableWhenTheDiskIsFullElseAnInternalError() async throws {
         try await withHTTPChat { http in
             let service = http.chat.service
@@ -70,7 +124,8 @@ import Testing
                     {"receiver": "room", "receiverType": "group", "type": "file", "data": {"attachments": [
                     {"name": "a", "size": 1, "mimeType": "text/plain", "extension": "txt", "url": "/v3/media/\(String(repeating: "b", count: 64))"}]}}
                     """)
-            #expect(forged.status == 400 && forged.errorCode == "ERR_INVALID_MESSAGE_DATA")
+            // An upload that does not exist is told as one the sender may not read: ids cannot be probed.
+            #expect(forged.status == 403 && forged.errorCode == "ERR_MESSAGE_NO_ACCESS")
             #expect(try await http.call("GET", "/v3/media/../../config.yaml", as: .user("carol")).status != 200)
         }
     }

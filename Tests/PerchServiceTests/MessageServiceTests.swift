@@ -94,9 +94,9 @@ import Testing
             let events = try await chat.service.events(for: "bob", after: 0).events.map(\.name)
             #expect(events.suffix(2) == [.mediaMessageReceived, .customMessageReceived])
             #expect(custom.data?["q"] == .string("?"))
-            // An attachment pointing into Perch's own media store must name an uploaded file.
+            // An attachment pointing into Perch's own media store must name an upload.
             let forged = Attachment(name: "x", size: 1, mimeType: "text/plain", extension: "txt", url: "/v3/media/nope")
-            await expectRefusal(.invalidMessageData) {
+            await expectRefusal(.badRequest) {
                 _ = try await chat.service.send(
                     MessageDraft(to: .group("g"), type: MessageType.file, attachments: [forged]), as: "dave")
             }
@@ -131,7 +131,9 @@ import Testing
                 MessageDraft(
                     to: .user("erin"), type: MessageType.file,
                     attachments: [
-                        Attachment(name: "f.png", size: 1, mimeType: "image/png", extension: "png", url: "/m/1")
+                        Attachment(
+                            name: "f.png", size: 1, mimeType: "image/png", extension: "png",
+                            url: "https://files.example/f.png")
                     ]),
                 as: "dave")
             let quotesFile = try await chat.say("nice file", as: "erin", to: .user("dave"), quote: file.id)

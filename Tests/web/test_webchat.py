@@ -474,7 +474,7 @@ class QuoteReplyTests(WebChatTestCase):
         upload = self.server.api("POST", "/v3/messages", {
             "receiver": "general", "receiverType": "group", "category": "message", "type": "file",
             "data": {"attachments": [{"name": "a.txt", "size": 1, "mimeType": "text/plain", "extension": "txt",
-                                      "url": "/x/a.txt"}]}}, as_uid="carol")
+                                      "url": "https://files.example/a.txt"}]}}, as_uid="carol")
         self.assertNotIn("action-copy", page.sheet_items(upload["id"]))
 
 
@@ -515,6 +515,58 @@ class QuoteReplyTests(WebChatTestCase):
         page.click('[data-testid="send"]')
         page.wait_until(lambda: "This message was deleted" in page.message(mine["id"]).text,
                         what="the moderator deleting the edited message")
+
+
+class AttachmentTests(WebChatTestCase):
+    def test_an_attachment_elsewhere_is_opened_without_the_token(self):
+        """A file message whose attachment is on another origin: clicking it opens the address as a
+        plain link, and that origin's server never sees the user's auth token."""
+        import http.server
+        import threading
+        seen = []
+
+        class Recorder(http.server.BaseHTTPRequestHandler):
+            def do_GET(self):
+                seen.append({name.lower(): value for name, value in self.headers.items()})
+                body = b"elsewhere"
+                self.send_response(200)
+                self.send_header("Content-Type", "text/plain")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, *arguments):
+                pass
+
+        elsewhere = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Recorder)
+        threading.Thread(target=elsewhere.serve_forever, daemon=True).start()
+        try:
+            link = f"http://127.0.0.1:{elsewhere.server_address[1]}/notes.txt"
+            sent = self.server.api("POST", "/v3/messages", {
+                "receiver": "general", "receiverType": "group", "category": "message", "type": "file",
+                "data": {"attachments": [{"name": "notes.txt", "size": 9, "mimeType": "text/plain",
+                                          "extension": "txt", "url": link}]}}, as_uid="carol")
+            page = self.page("alice")
+            page.open_group("general")
+            node = page.wait_until(lambda: [n for n in page.finds("#messages .msg")
+                                            if n.get_attribute("data-id") == str(sent["id"])],
+                                   what="the file message")[0]
+            anchor = node.find_element(By.CSS_SELECTOR, '[data-testid="attachment"]')
+            self.assertEqual(anchor.get_attribute("href"), link)
+            self.assertIn("noopener", anchor.get_attribute("rel"))
+            tabs = set(self.driver.window_handles)
+            anchor.click()
+            page.wait_until(lambda: seen, what="the other origin's request")
+            for handle in set(self.driver.window_handles) - tabs:
+                self.driver.switch_to.window(handle)
+                self.driver.close()
+            self.driver.switch_to.window(list(tabs)[0])
+            token = self.driver.execute_script("return state.token")
+            self.assertTrue(token)
+            self.assertNotIn("authtoken", seen[0])
+            self.assertNotIn(token, json.dumps(seen))
+        finally:
+            elsewhere.shutdown()
 
 
 class PinSaveTests(WebChatTestCase):

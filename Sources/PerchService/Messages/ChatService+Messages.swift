@@ -38,6 +38,9 @@ extension ChatService {
         guard draft.parentMessageId >= 0, draft.quotedMessageId >= 0 else {
             throw .badRequest("parentMessageId", "must not be negative")
         }
+        var normalized = draft
+        normalized.attachments = try AttachmentRules.normalized(draft.attachments).attachments
+        let draft = normalized
         let now = clock.now()
         let defaults = settings.notificationDefaults
         return { tx in
@@ -88,6 +91,7 @@ extension ChatService {
         guard draft.parentMessageId >= 0, draft.quotedMessageId >= 0 else {
             throw .badRequest("parentMessageId", "must not be negative")
         }
+        _ = try AttachmentRules.normalized(draft.attachments)
         return try await reading { tx in
             _ = try Self.requireUser(tx, sender)
             return try Self.check(tx, draft, from: sender).mentioned
@@ -101,6 +105,10 @@ extension ChatService {
         category: MessageCategory, defaults: NotificationPreferences, session: String?
     ) throws -> Message {
         let (conversationId, parent, mentioned) = try check(tx, draft, from: sender)
+        // An upload is attached only by someone who may read it: a message would otherwise open it
+        // to everyone who reads the message.
+        let uploads = try AttachmentRules.normalized(draft.attachments).uploads
+        for id in uploads { _ = try readableMedia(tx, id, as: sender) }
         var message = Message(
             muid: draft.muid, conversationId: conversationId, sender: sender, receiverType: draft.receiver.type,
             receiverUid: draft.receiver.id, type: draft.type, category: category, text: draft.text, data: draft.data,
@@ -108,13 +116,7 @@ extension ChatService {
             parentMessageId: draft.parentMessageId, quotedMessageId: draft.quotedMessageId, sentAt: now,
             updatedAt: now)
         message.id = try tx.insertMessage(message)
-        for attachment in draft.attachments where attachment.url.hasPrefix(MediaFile.urlPrefix) {
-            let id = String(attachment.url.dropFirst(MediaFile.urlPrefix.count))
-            guard try tx.media(id) != nil else {
-                throw ChatError(.invalidMessageData, ["reason": .string("no uploaded media at \(attachment.url)")])
-            }
-            try tx.addMediaReference(id, messageId: message.id)
-        }
+        for id in uploads { try tx.addMediaReference(id, messageId: message.id) }
         var subscribers: Set<String> = []
         if let parent {
             try tx.adjustReplyCount(of: parent.id, by: 1, updatedAt: now)

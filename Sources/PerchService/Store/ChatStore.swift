@@ -375,7 +375,7 @@ public struct MediaFile: Sendable, Hashable, Codable {
         Attachment(name: name, size: size, mimeType: mimeType, extension: `extension`, url: MediaFile.urlPrefix + id)
     }
 
-    public static let urlPrefix = "/v3/media/"
+    public static let urlPrefix = AttachmentRules.uploadPrefix
 }
 
 extension ChatStore {

@@ -22,6 +22,11 @@ extension PerchAPI {
                 guard let type = GroupType(rawValue: typeText) else {
                     throw ChatError.badRequest("type", "public or private")
                 }
+                // A field naming who acts is the caller, unless the app itself calls.
+                if let owner, !request.caller.isApp, owner != request.caller.uid {
+                    throw ChatError(
+                        .permissionDenied, ["field": "owner", "reason": "only the app creates a group for someone else"])
+                }
                 let group = try await api.service.createGroup(
                     guid: guid, name: name, type: type, owner: owner ?? request.caller.uid, metadata: metadata)
                 return .json(200, APIJSON.data(APIJSON.encode(group)))

@@ -253,6 +253,23 @@ import Testing
         }
     }
 
+    /// Someone who may not change scopes (an outsider, a participant, a moderator) gets one answer
+    /// whether the user named is in the group or not: the members of a private group are not theirs
+    /// to learn by trying.
+    @Test func aScopeChangeTellsNoOutsiderWhoIsInTheGroup() async throws {
+        try await withChat { chat in
+            _ = try await chat.service.createGroup(guid: "hidden", name: "H", type: .private, owner: "alice")
+            try await chat.service.addMembers(to: "hidden", [("bob", .participant)], by: "alice")
+            for actor in ["erin", "dave", "carol"] {
+                for target in ["bob", "dave", "erin"] where target != actor {
+                    await expectRefusal(.groupNoClearance) {
+                        _ = try await chat.service.changeScope(of: target, in: "hidden", to: .moderator, by: actor)
+                    }
+                }
+            }
+        }
+    }
+
     /// A scope given by configuration (a seed's or a bot's) is announced as one given by a person:
     /// members see the change live and in the group's history.
     @Test func aScopeSetByConfigurationIsAnnounced() async throws {

@@ -300,6 +300,12 @@ extension ChatService {
             let group = try Self.requireGroup(tx, guid)
             _ = try Self.requireUser(tx, uid)
             let who = try Self.participation(tx, uid: actor, in: .group(guid))
+            // Whether the actor may change scopes at all comes first: someone who may not is told
+            // the same whether `uid` is in the group or not (a private group's members are not theirs
+            // to learn).
+            if uid != actor, !who.isSystem, (who.scope ?? .participant) < .admin {
+                throw ChatError(.groupNoClearance)
+            }
             guard let target = try tx.member(guid: guid, uid: uid) else {
                 throw ChatError(.notAMember, ["uid": .string(uid), "guid": .string(guid)])
             }

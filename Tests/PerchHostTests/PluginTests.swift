@@ -196,6 +196,32 @@ import Testing
         }
     }
 
+    /// A plugin that writes tens of thousands of lines on stderr and stdout gets a hundred logged in
+    /// ten seconds, each stream; every line is still counted.
+    @Test func aFloodingPluginIsHeldToAFewLogLines() async throws {
+        let script = pluginFixtures + "/misbehaving_plugin.py"
+        let bot = botFile(
+            """
+              - on: { command: do }
+                do: [{ plugin: loud }]
+            """, extra: "hears: commands\nplugins:\n  - name: loud\n    exec: [python3, \"\(script)\"]")
+        try await withTestHost(config: hostConfig, bots: ["b.yaml": bot]) { chat in
+            try await chat.post("!do flood", as: "carol", to: .group("room"))
+            _ = try await chat.waitForMessage(in: .group("room"), timeout: .seconds(60)) {
+                $0.text == "fine after the flood"
+            }
+            let metrics = chat.host.metrics
+            #expect(
+                try await waitUntil(.seconds(30)) {
+                    metrics.value("perch_plugin_output_lines_total", ["plugin": "loud", "stream": "stderr"]) == 20_000
+                })
+            #expect(metrics.value("perch_plugin_output_lines_total", ["plugin": "loud", "stream": "stdout"]) == 20_000)
+            let log = await chat.log
+            #expect(log.filter { $0.contains("plugin loud stderr:") }.count <= 100)
+            #expect(log.filter { $0.contains("not a JSON-RPC response") }.count <= 100)
+        }
+    }
+
     @Test func aCrashingAHangingAndAGarbagePluginDoNotStopOtherBots() async throws {
         let script = pluginFixtures + "/misbehaving_plugin.py"
         let bad = botFile(

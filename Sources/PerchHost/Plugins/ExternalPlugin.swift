@@ -1,6 +1,7 @@
 import Foundation
 import PerchChat
 import PerchLock
+import PerchService
 import PerchYAML
 
 /// An out-of-process plugin in any language: JSON-RPC 2.0, one JSON object per line, on the
@@ -36,6 +37,18 @@ final class ExternalPlugin: BotPlugin, @unchecked Sendable {
     private let contexts = Lock<[Int: BotContext]>([:])
     // Set by the host before the first event; read under the lock.
     private let hooks = Lock<(logger: HostLogger?, metrics: HostMetrics?, bot: BotIdentity?)>((nil, nil, nil))
+    /// What the child writes that the host logs (its stderr lines, the stdout lines that are not the
+    /// protocol): 100 lines in 10 seconds, then one line with the count of those held back, so a
+    /// plugin writing in a loop cannot flood the host's log (`perch_plugin_output_lines_total`
+    /// counts every line).
+    private let outputLines = RepeatedWarnings(window: 10, burst: 100)
+
+    /// Whether a line of the child's output of `kind` is to be logged now, and the suffix that says
+    /// how many were held back; counted either way.
+    private func admitOutput(_ kind: String) -> String? {
+        metrics?.increment("perch_plugin_output_lines_total", ["plugin": pluginName, "stream": kind])
+        return outputLines.suffix(kind, at: Double(DispatchTime.now().uptimeNanoseconds) / 1e9)
+    }
 
     struct State {
         var process: ChildProcess?
@@ -341,7 +354,8 @@ final class ExternalPlugin: BotPlugin, @unchecked Sendable {
         // The child's stderr goes to the host's log, line by line.
         let errors = Thread { [weak self, pluginName] in
             Self.readLines(stderr.fileHandleForReading, logger: self?.logger, plugin: pluginName) { line in
-                self?.logger?.info("plugin \(pluginName) stderr: \(String(decoding: line, as: UTF8.self))")
+                guard let self, let more = self.admitOutput("stderr") else { return }
+                self.logger?.info("plugin \(pluginName) stderr: \(String(decoding: line, as: UTF8.self))\(more)")
             }
         }
         errors.name = "perch-plugin-\(pluginName)-stderr"
@@ -385,8 +399,10 @@ final class ExternalPlugin: BotPlugin, @unchecked Sendable {
         guard case .object(let object)? = message, case .number(let number)? = object["id"],
             let id = Int(exactly: number)
         else {
-            logger?.warning("plugin \(pluginName) wrote a line that is not a JSON-RPC response; skipped")
             metrics?.increment("perch_plugin_garbage_lines_total", ["plugin": pluginName])
+            if let more = admitOutput("stdout") {
+                logger?.warning("plugin \(pluginName) wrote a line that is not a JSON-RPC response; skipped\(more)")
+            }
             return
         }
         guard let continuation = state.withLock({ $0.pending.removeValue(forKey: id) }) else { return }

@@ -16,6 +16,13 @@ for line in sys.stdin:
             sys.stderr.write("hanging, pid %d\n" % os.getpid())
             sys.stderr.flush()
             time.sleep(30)
+        if how == "flood":
+            # Tens of thousands of lines on both pipes at once, then a proper answer.
+            for number in range(20000):
+                sys.stderr.write("debug line %d\n" % number)
+                sys.stdout.write("noise %d\n" % number)
+            sys.stderr.flush()
+            how = "after the flood"
         if how == "pid":
             how = "pid " + str(os.getpid())
         if how == "garbage":

@@ -1,14 +1,31 @@
 import CPCRE2
 
-/// A compiled PCRE2 regular expression (JIT when available), UTF-8 and Unicode-aware.
+/// A compiled PCRE2 regular expression (JIT when available), UTF-8 and Unicode-aware, matched
+/// within a budget.
 ///
-/// A compiled pattern is immutable and PCRE2 allows matching it from several threads at once as
-/// long as each match has its own match data, which ``firstMatch(in:)`` allocates per call; that
-/// is why the class may be `@unchecked Sendable`.
+/// A compiled pattern and its match context are immutable, and PCRE2 allows matching from several
+/// threads at once as long as each match has its own match data, which ``search(_:)`` allocates per
+/// call; that is why the class may be `@unchecked Sendable`.
+///
+/// The budget: a pattern that backtracks catastrophically (`^(a+)+$` against a long run of `a`s
+/// and one `b`) would take PCRE2's default limits tens of milliseconds of CPU a message before
+/// they stop it. Each match here stops after ``matchLimit`` steps of PCRE2's matcher (and
+/// ``depthLimit`` nested backtracking points when the pattern runs without JIT), which an ordinary
+/// pattern on the longest message never comes near, and ``search(_:)`` says when it did.
 public final class Pattern: @unchecked Sendable {
     public let source: String
     public let captureNames: [Int: String]
+    /// The steps of PCRE2's matcher a match may take (`pcre2_set_match_limit`).
+    public let matchLimit: UInt32
+    /// The nested backtracking points a match may hold without JIT (`pcre2_set_depth_limit`).
+    public let depthLimit: UInt32
     private let code: OpaquePointer
+    private let context: OpaquePointer
+
+    /// ``matchLimit``'s default: about a millisecond of CPU for the worst pattern.
+    public static let defaultMatchLimit: UInt32 = 100_000
+    /// ``depthLimit``'s default.
+    public static let defaultDepthLimit: UInt32 = 10_000
 
     /// A pattern that failed to compile: PCRE2's own message and the offset (in UTF-8 bytes).
     public struct CompileError: Error, Sendable, CustomStringConvertible {
@@ -17,9 +34,12 @@ public final class Pattern: @unchecked Sendable {
         public var description: String { "\(message) at offset \(offset)" }
     }
 
-    /// Compiles `source`.
+    /// Compiles `source`, to be matched within `matchLimit` and `depthLimit`.
     /// - Throws: ``CompileError`` with PCRE2's message and where in the pattern it stopped.
-    public init(_ source: String, caseInsensitive: Bool = false) throws(CompileError) {
+    public init(
+        _ source: String, caseInsensitive: Bool = false, matchLimit: UInt32 = Pattern.defaultMatchLimit,
+        depthLimit: UInt32 = Pattern.defaultDepthLimit
+    ) throws(CompileError) {
         var errorCode: Int32 = 0
         var errorOffset: Int = 0
         var options = UInt32(PCRE2_UTF | PCRE2_UCP)
@@ -36,12 +56,33 @@ public final class Pattern: @unchecked Sendable {
             throw CompileError(message: text, offset: errorOffset)
         }
         pcre2_jit_compile_8(compiled, UInt32(PCRE2_JIT_COMPLETE))
+        guard let context = pcre2_match_context_create_8(nil) else {
+            pcre2_code_free_8(compiled)
+            throw CompileError(message: "no memory for a match context", offset: 0)
+        }
+        pcre2_set_match_limit_8(context, matchLimit)
+        pcre2_set_depth_limit_8(context, depthLimit)
+        self.context = context
+        self.matchLimit = matchLimit
+        self.depthLimit = depthLimit
         self.code = compiled
         self.source = source
         self.captureNames = Self.names(of: compiled)
     }
 
-    deinit { pcre2_code_free_8(code) }
+    deinit {
+        pcre2_match_context_free_8(context)
+        pcre2_code_free_8(code)
+    }
+
+    /// What a search found.
+    public enum SearchResult: Sendable {
+        case match(Match)
+        case noMatch
+        /// The match ran out of its budget (``matchLimit``, ``depthLimit``, PCRE2's heap or JIT
+        /// stack) before it could tell: taken as no match.
+        case overBudget
+    }
 
     /// One match: the whole match and each capture group, as ranges of the subject's UTF-8 bytes.
     public struct Match: Sendable {
@@ -50,14 +91,27 @@ public final class Pattern: @unchecked Sendable {
         public var text: String
     }
 
-    /// The first match in `text`, or nil.
+    /// The first match in `text`, or nil (over the budget too).
     public func firstMatch(in text: String) -> Match? {
-        guard let data = pcre2_match_data_create_from_pattern_8(code, nil) else { return nil }
+        if case .match(let match) = search(text) { return match }
+        return nil
+    }
+
+    /// The first match in `text`, no match, or a match that ran out of its budget.
+    public func search(_ text: String) -> SearchResult {
+        guard let data = pcre2_match_data_create_from_pattern_8(code, nil) else { return .overBudget }
         defer { pcre2_match_data_free_8(data) }
         var copy = text
-        return copy.withUTF8 { utf8 -> Match? in
-            let result = pcre2_match_8(code, utf8.baseAddress, utf8.count, 0, 0, data, nil)
-            guard result > 0 else { return nil }
+        return copy.withUTF8 { utf8 -> SearchResult in
+            let result = pcre2_match_8(code, utf8.baseAddress, utf8.count, 0, 0, data, context)
+            guard result > 0 else {
+                switch result {
+                case PCRE2_ERROR_MATCHLIMIT, PCRE2_ERROR_DEPTHLIMIT, PCRE2_ERROR_HEAPLIMIT, PCRE2_ERROR_JIT_STACKLIMIT:
+                    return .overBudget
+                default:
+                    return .noMatch
+                }
+            }
             let vector = pcre2_get_ovector_pointer_8(data)!
             let unset = perch_pcre2_unset()
             var groups: [Range<Int>?] = []
@@ -74,7 +128,7 @@ public final class Pattern: @unchecked Sendable {
                 }
             }
             let whole = groups[0].map { String(decoding: UnsafeBufferPointer(rebasing: utf8[$0]), as: UTF8.self) }
-            return Match(groups: groups, named: named, text: whole ?? "")
+            return .match(Match(groups: groups, named: named, text: whole ?? ""))
         }
     }
 

@@ -198,10 +198,27 @@ final class BotRuntime: Sendable {
             guard facts.wordLists.contains(list) else { return nil }
         }
         if let pattern = rule.pattern {
-            guard let text = message?.text, let match = pattern.firstMatch(in: text) else { return nil }
-            captures.merge(match.named) { _, new in new }
+            guard let text = message?.text else { return nil }
+            switch pattern.search(text) {
+            case .match(let match): captures.merge(match.named) { _, new in new }
+            case .noMatch: return nil
+            case .overBudget:
+                overBudget(rule.name, message: message)
+                return nil
+            }
         }
         return captures
+    }
+
+    /// A rule's `text_matches` ran out of its budget on a message (a pattern that backtracks
+    /// catastrophically on this text): the rule does not fire, the cut is counted in
+    /// `perch_regex_budget_exceeded_total`, and logged as repeated warnings are.
+    func overBudget(_ rule: String, message: Message?) {
+        metrics.increment("perch_regex_budget_exceeded_total", ["bot": identity.name, "rule": rule])
+        guard let more = repeatedFailures.suffix("budget \(rule)", at: actions.now()) else { return }
+        logger.warning(
+            "rule \(rule): text_matches ran out of its budget on message \(message?.id ?? 0) and did not fire; "
+                + "the pattern backtracks too much on such texts\(more)", ["rule": rule])
     }
 
     /// Whether the event's reaction is one of `reactions` (any, when they are empty).

@@ -36,6 +36,12 @@ public final class HostMetrics: Sendable {
         "perch_http_requests_total": (.counter, "HTTP requests answered, by route and status."),
         "perch_notifications_pruned_total": (.counter, "Notification outbox rows the retention removed."),
         "perch_plugin_garbage_lines_total": (.counter, "Lines from an external plugin that were not JSON-RPC."),
+        "perch_plugin_output_lines_total": (
+            .counter, "Lines an external plugin wrote to be logged (stderr, stdout outside the protocol), logged or not."
+        ),
+        "perch_regex_budget_exceeded_total": (
+            .counter, "Messages on which a rule's text_matches ran out of its budget, so the rule did not fire."
+        ),
         "perch_plugin_restarts_total": (.counter, "External plugin processes started again after they ended."),
         "perch_plugin_timeouts_total": (.counter, "External plugin calls that ran out of time."),
         "perch_rate_limited_actions_total": (

@@ -25,7 +25,8 @@ extension PerchAPI {
                 // A field naming who acts is the caller, unless the app itself calls.
                 if let owner, !request.caller.isApp, owner != request.caller.uid {
                     throw ChatError(
-                        .permissionDenied, ["field": "owner", "reason": "only the app creates a group for someone else"])
+                        .permissionDenied,
+                        ["field": "owner", "reason": "only the app creates a group for someone else"])
                 }
                 let group = try await api.service.createGroup(
                     guid: guid, name: name, type: type, owner: owner ?? request.caller.uid, metadata: metadata)

@@ -37,7 +37,7 @@ public final class HostMetrics: Sendable {
         "perch_notifications_pruned_total": (.counter, "Notification outbox rows the retention removed."),
         "perch_plugin_garbage_lines_total": (.counter, "Lines from an external plugin that were not JSON-RPC."),
         "perch_plugin_output_lines_total": (
-            .counter, "Lines an external plugin wrote to be logged (stderr, stdout outside the protocol), logged or not."
+            .counter, "Lines an external plugin wrote to be logged (stderr, stdout off the protocol), logged or not."
         ),
         "perch_regex_budget_exceeded_total": (
             .counter, "Messages on which a rule's text_matches ran out of its budget, so the rule did not fire."

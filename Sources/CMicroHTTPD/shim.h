@@ -6,13 +6,18 @@
 #include <sys/socket.h>
 #include <microhttpd.h>
 
+/// Called with a request's URI as it came on the request line, before libmicrohttpd decodes it;
+/// its answer is the request's state (`*req_cls`) in the access handler's calls.
+typedef void *(*perch_mhd_uri_logger)(void *context, const char *uri, struct MHD_Connection *connection);
+
 /// MHD_start_daemon is variadic; this starts a thread-per-connection daemon bound to `host`
 /// (an IPv4 literal) and `port` (0 picks a free one), with a completion callback; a handler may
 /// answer 101 and take the connection's socket over (a WebSocket). libmicrohttpd's own error
-/// messages go to `logger` (with `context`), not to standard error.
+/// messages go to `logger` (with `context`), not to standard error. `uriLogger` sees each request's
+/// raw URI first.
 static inline struct MHD_Daemon *perch_mhd_start(const char *host, uint16_t port, MHD_AccessHandlerCallback handler,
     void *context, MHD_RequestCompletedCallback completed, unsigned int connectionLimit, unsigned int timeoutSeconds,
-    MHD_LogCallback logger) {
+    MHD_LogCallback logger, perch_mhd_uri_logger uriLogger) {
     struct sockaddr_in address;
     memset(&address, 0, sizeof(address));
     address.sin_family = AF_INET;
@@ -24,6 +29,7 @@ static inline struct MHD_Daemon *perch_mhd_start(const char *host, uint16_t port
     return MHD_start_daemon(flags, port, NULL, NULL, handler, context,
         MHD_OPTION_EXTERNAL_LOGGER, logger, context,
         MHD_OPTION_NOTIFY_COMPLETED, completed, context,
+        MHD_OPTION_URI_LOG_CALLBACK, uriLogger, context,
         MHD_OPTION_SOCK_ADDR, (struct sockaddr *) &address,
         MHD_OPTION_CONNECTION_LIMIT, connectionLimit,
         MHD_OPTION_CONNECTION_TIMEOUT, timeoutSeconds,

@@ -17,10 +17,14 @@ struct JSONBody {
             object = [:]
             return
         }
-        guard let text = String(validating: bytes, as: UTF8.self),
-            let parsed = try? JSONReader.read(text, { try $0.value() })
-        else {
-            throw .badRequest("body", "malformed JSON")
+        guard let text = String(validating: bytes, as: UTF8.self) else {
+            throw .badRequest("body", "malformed JSON: not UTF-8")
+        }
+        let parsed: JSONValue
+        do {
+            parsed = try JSONReader.read(text) { try $0.value() }
+        } catch {
+            throw .badRequest("body", "malformed \(error)")
         }
         guard case .object(let dictionary) = parsed else { throw .badRequest("body", "expected a JSON object") }
         object = dictionary

@@ -143,7 +143,7 @@ public final class HTTPServer: Sendable {
             let started = perch_mhd_start(
                 host, port, accessHandler, Unmanaged.passUnretained(box).toOpaque(), completedHandler,
                 UInt32(clamping: self.maximumStreams + Self.requestReserve),
-                UInt32(clamping: max(1, idleTimeout.components.seconds)), serverLog)
+                UInt32(clamping: max(1, idleTimeout.components.seconds)), serverLog, uriLogger)
         else {
             throw HTTPServerError(description: "cannot listen on \(host):\(port)")
         }
@@ -278,6 +278,10 @@ struct WeakServer: @unchecked Sendable {
 
 /// One request's state between libmicrohttpd's calls: the body as it arrives.
 final class RequestState {
+    /// The request line's URI before decoding (``uriLogger``).
+    var rawURI = ""
+    /// Whether its head passed ``RequestScreen`` (the access handler's first call).
+    var screened = false
     var body: [UInt8] = []
     var tooLarge = false
     /// The request's executor, with the jobs its work queued for this thread, run once the
@@ -331,11 +335,20 @@ let accessHandler: MHD_AccessHandlerCallback = {
     guard let context, let requestContext, let uploadSize else { return .NO }
     if requestContext.pointee == nil {
         requestContext.pointee = Unmanaged.passRetained(RequestState()).toOpaque()
-        return .YES
     }
     let state = Unmanaged<RequestState>.fromOpaque(requestContext.pointee!).takeUnretainedValue()
     guard let server = Unmanaged<ServerContext>.fromOpaque(context).takeUnretainedValue().server.withLock({ $0?.value })
     else { return .NO }
+    if !state.screened {
+        // The head is in and no byte of the body is read yet.
+        state.screened = true
+        if let refusal = RequestScreen.refusal(
+            connection, rawURI: state.rawURI, maximumBodyBytes: server.maximumBodyBytes)
+        {
+            return queue(refusal, on: connection, server: server)
+        }
+        return .YES
+    }
     if uploadSize.pointee > 0 {
         if !state.tooLarge, let uploadData {
             if state.body.count + uploadSize.pointee > server.maximumBodyBytes {

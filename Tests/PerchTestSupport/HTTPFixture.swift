@@ -255,3 +255,46 @@ public func onThread<T: Sendable, E: Error>(_ body: @escaping @Sendable () throw
         thread.start()
     }.get()
 }
+
+/// Sends `request` as it is, byte for byte, on a new connection to 127.0.0.1:`port`, and reads
+/// the answer until it is whole (its head and its `Content-Length`), the server closes the
+/// connection, or `timeout` passes; the answer's text (status line, headers and body).
+public func rawExchange(port: UInt16, _ request: [UInt8], timeout: TimeInterval = 5) throws -> String {
+    let descriptor = try connectLoopback(port: port)
+    defer { close(descriptor) }
+    var written = 0
+    while written < request.count {
+        let count = request[written...].withUnsafeBytes { send(descriptor, $0.baseAddress, $0.count, 0) }
+        guard count > 0 else { break }
+        written += count
+    }
+    var answer: [UInt8] = []
+    let deadline = Date().addingTimeInterval(timeout)
+    var buffer = [UInt8](repeating: 0, count: 65_536)
+    while Date() < deadline {
+        var poller = pollfd(fd: descriptor, events: Int16(POLLIN), revents: 0)
+        guard poll(&poller, 1, 100) >= 0 else { break }
+        guard poller.revents != 0 else { continue }
+        let count = buffer.withUnsafeMutableBytes { recv(descriptor, $0.baseAddress, $0.count, 0) }
+        guard count > 0 else { break }
+        answer += buffer[0..<count]
+        if isWhole(answer) { break }
+    }
+    return String(decoding: answer, as: UTF8.self)
+}
+
+/// Whether `answer` holds a whole HTTP response with a `Content-Length`.
+private func isWhole(_ answer: [UInt8]) -> Bool {
+    let text = String(decoding: answer, as: UTF8.self)
+    guard let end = text.range(of: "\r\n\r\n") else { return false }
+    let head = text[..<end.lowerBound].lowercased()
+    guard let line = head.split(separator: "\r\n").first(where: { $0.hasPrefix("content-length:") }),
+        let length = Int(line.dropFirst("content-length:".count).trimmingCharacters(in: .whitespaces))
+    else { return false }
+    return text[end.upperBound...].utf8.count >= length
+}
+
+/// ``rawExchange(port:_:timeout:)`` of a text request (its line ends written as given).
+public func rawExchange(port: UInt16, _ request: String, timeout: TimeInterval = 5) throws -> String {
+    try rawExchange(port: port, Array(request.utf8), timeout: timeout)
+}

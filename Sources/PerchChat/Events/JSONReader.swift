@@ -277,14 +277,21 @@ public struct JSONReader {
         return list
     }
 
-    /// Any value, as ``JSONValue``.
+    /// Any value, as ``JSONValue``. An object with one key twice is refused: which of the two a
+    /// reader keeps differs from one JSON library to the next, so a body that two of them read
+    /// could mean two things (RFC 8259 leaves it open).
     public mutating func value() throws -> JSONValue {
         skipWhitespace()
         switch peek {
         case UInt8(ascii: "\""): return .string(try string())
         case UInt8(ascii: "{"):
             var object: [String: JSONValue] = [:]
-            try self.object { reader, key in object[key] = try reader.value() }
+            try self.object { reader, key in
+                let start = reader.index
+                guard object.updateValue(try reader.value(), forKey: key) == nil else {
+                    throw Failure(description: "JSON: the key \"\(key)\" twice in one object", offset: start)
+                }
+            }
             return .object(object)
         case UInt8(ascii: "["):
             var items: [JSONValue] = []

@@ -24,7 +24,10 @@ struct APIClient {
         request.httpMethod = method
         request.setValue(apiKey, forHTTPHeaderField: "apikey")
         request.setValue(onBehalfOf, forHTTPHeaderField: "onBehalfOf")
-        if let body { request.httpBody = try JSONSerialization.data(withJSONObject: body) }
+        if let body {
+            request.httpBody = try JSONSerialization.data(withJSONObject: body)
+            request.setValue("application/json", forHTTPHeaderField: "Content-Type")
+        }
         let data: Data
         let response: URLResponse
         do {

@@ -78,7 +78,7 @@ public enum RunCommand {
                 web: webSettings(config, loaded),
                 maximumBodyBytes: config.server.maxBodyBytes,
                 messagesPerMinute: config.limits.messagesPerMinute,
-                heartbeat: .seconds(config.server.heartbeatSeconds))
+                heartbeat: .seconds(config.server.heartbeatSeconds), hostNames: config.server.hostNames)
             let connections = config.server.maxStreams + HTTPServer.requestReserve
             if let shortfall = FileDescriptorLimit.shortfall(
                 connections: connections, limit: FileDescriptorLimit.raise())

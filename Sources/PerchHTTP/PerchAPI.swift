@@ -30,12 +30,15 @@ public final class PerchAPI: Sendable {
     /// came back for as long again.
     let heartbeat: Duration
     let routes: [Route]
+    /// The names the server answers to and the origins that may change state (`server.hostNames`).
+    let origins: OriginPolicy
 
     public init(
         service: ChatService, host: BotHost? = nil, apiKey: String?, metrics: HostMetrics = HostMetrics(),
         media: MediaSettings? = nil, web: WebSettings? = nil, maximumBodyBytes: Int = 1 << 20,
-        messagesPerMinute: Int = 0, heartbeat: Duration = .seconds(15)
+        messagesPerMinute: Int = 0, heartbeat: Duration = .seconds(15), hostNames: [String] = []
     ) {
+        self.origins = OriginPolicy(hostNames: hostNames)
         self.web = web
         self.heartbeat = heartbeat
         self.messagesPerMinute = messagesPerMinute
@@ -158,7 +161,12 @@ public final class PerchAPI: Sendable {
         var routeName = "unmatched"
         let response: HTTPResponse
         do {
-            guard let (route, parameters) = route(http.method, parts) else {
+            let matched = route(http.method, parts)
+            // A WebSocket's own requests were checked at its handshake.
+            if socketCaller == nil, let refusal = origins.refusal(http, route: matched?.0.name ?? "unmatched") {
+                throw HTTPRefusal(status: refusal.code == .permissionDenied ? 403 : 421, error: refusal)
+            }
+            guard let (route, parameters) = matched else {
                 let allowed = allowedMethods(parts)
                 guard !allowed.isEmpty else { throw HTTPRefusal.notServed }
                 let answer = Self.methodNotTaken(http.method, allowed: allowed)
@@ -167,6 +175,14 @@ public final class PerchAPI: Sendable {
             routeName = route.name
             if route.name != "media.upload", http.body.count > maximumBodyBytes {
                 throw HTTPRefusal.tooLarge("larger than the body limit", limit: maximumBodyBytes)
+            }
+            // A JSON endpoint takes JSON only: a form or a `text/plain` body (what a page of another
+            // site may post without asking the browser first) is refused before it is read.
+            if socketCaller == nil, route.name != "media.upload", !http.body.isEmpty,
+                !Self.isJSON(http.header("content-type"))
+            {
+                throw HTTPRefusal(
+                    status: 415, error: .badRequest("Content-Type", "this endpoint takes application/json"))
             }
             let caller: Caller
             if let socketCaller {
@@ -201,6 +217,13 @@ public final class PerchAPI: Sendable {
             response.headers.append(("Retry-After", "\(seconds)"))
         }
         return response
+    }
+
+    /// Whether a `Content-Type` is JSON's (`application/json`, with or without parameters).
+    static func isJSON(_ type: String?) -> Bool {
+        guard let type else { return false }
+        let essence = type.split(separator: ";", maxSplits: 1).first ?? ""
+        return essence.trimmingCharacters(in: .whitespaces).lowercased() == "application/json"
     }
 
     /// RFC 9110's answer to a method the path does not take: 204 to OPTIONS, else 405, each

@@ -179,6 +179,7 @@ func notifiedHostDirectory(_ name: String) throws -> (directory: String, config:
         post.httpMethod = "POST"
         post.setValue("a-test-key-of-some-length", forHTTPHeaderField: "apikey")
         post.setValue("carol", forHTTPHeaderField: "onBehalfOf")
+        post.setValue("application/json", forHTTPHeaderField: "Content-Type")
         post.httpBody = Data(#"{"receiver": "room", "receiverType": "group", "data": {"text": "!do hang"}}"#.utf8)
         let (_, response) = try await URLSession.shared.data(for: post)
         #expect((response as? HTTPURLResponse)?.statusCode == 200)

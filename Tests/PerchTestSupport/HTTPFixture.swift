@@ -59,6 +59,10 @@ public struct HTTPChat: Sendable {
         for (name, value) in headers { request.setValue(value, forHTTPHeaderField: name) }
         if let json { request.httpBody = Data(json.utf8) }
         if let body { request.httpBody = body }
+        // A JSON client's: a test of another type says so in `headers`.
+        if request.httpBody != nil, !headers.keys.contains(where: { $0.lowercased() == "content-type" }) {
+            request.setValue("application/json", forHTTPHeaderField: "Content-Type")
+        }
         let (data, response) = try await session.data(for: request)
         var headers: [String: String] = [:]
         for case (let name as String, let value as String) in (response as? HTTPURLResponse)?.allHeaderFields ?? [:] {
@@ -81,7 +85,7 @@ public struct HTTPChat: Sendable {
 public func withHTTPChat(
     bots: [String: String] = [:], maximumBody: Int = 64 * 1024, messagesPerMinute: Int = 0, web: WebSettings? = nil,
     maximumStreams: Int = 1_000, heartbeat: Duration = .seconds(1), socketHeartbeat: Duration = .seconds(15),
-    idleTimeout: Duration = .seconds(60),
+    idleTimeout: Duration = .seconds(60), hostNames: [String] = [],
     registry: PluginRegistry = .standard, executor: (any TaskExecutor)? = nil,
     _ body: (HTTPChat) async throws -> Void
 )
@@ -92,7 +96,8 @@ public func withHTTPChat(
             directory: chat.directory + "/media", maximumBytes: 32 * 1024, allowedTypes: ["image/png", "text/plain"])
         let api = PerchAPI(
             service: chat.service, host: chat.host, apiKey: apiKey, metrics: chat.host.metrics, media: media, web: web,
-            maximumBodyBytes: maximumBody, messagesPerMinute: messagesPerMinute, heartbeat: socketHeartbeat)
+            maximumBodyBytes: maximumBody, messagesPerMinute: messagesPerMinute, heartbeat: socketHeartbeat,
+            hostNames: hostNames)
         let server = try HTTPServer(
             host: "127.0.0.1", port: 0, maximumBodyBytes: max(maximumBody, 32 * 1024), heartbeat: heartbeat,
             maximumStreams: maximumStreams, idleTimeout: idleTimeout

@@ -17,7 +17,7 @@ def poster(lane):
         batch=[]
         for _ in range(8):
             body=json.dumps({"receiver":"room","receiverType":"group","data":{"text":f"!ping {lane*1000000+i}"}})
-            batch.append(f"POST /v3/messages HTTP/1.1\r\nHost: x\r\napikey: {KEY}\r\nonBehalfOf: human\r\nContent-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n{body}")
+            batch.append(f"POST /v3/messages HTTP/1.1\r\nHost: 127.0.0.1\r\napikey: {KEY}\r\nonBehalfOf: human\r\nContent-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n{body}")
             i+=1
         s.sendall("".join(batch).encode())
         for _ in range(8):
@@ -34,7 +34,7 @@ def sse():
     while time.time()<stop:
         try:
             s=socket.create_connection(("127.0.0.1",PORT))
-            s.sendall(f"GET /v3/events HTTP/1.1\r\nHost: x\r\napikey: {KEY}\r\nonBehalfOf: human\r\n\r\n".encode())
+            s.sendall(f"GET /v3/events HTTP/1.1\r\nHost: 127.0.0.1\r\napikey: {KEY}\r\nonBehalfOf: human\r\n\r\n".encode())
             end=time.time()+random.uniform(0.01,0.5); n=0
             s.settimeout(0.2)
             while time.time()<end:

@@ -37,7 +37,7 @@ selector = selectors.DefaultSelector()
 for i in range(N):
     stream = socket.create_connection((host, int(port)))
     stream.sendall(
-        f"GET /v3/events HTTP/1.1\r\nHost: x\r\napikey: {KEY}\r\nonBehalfOf: u{i}\r\n"
+        f"GET /v3/events HTTP/1.1\r\nHost: 127.0.0.1\r\napikey: {KEY}\r\nonBehalfOf: u{i}\r\n"
         "Accept: text/event-stream\r\n\r\n".encode())
     stream.setblocking(False)
     selector.register(stream, selectors.EVENT_READ)

@@ -101,6 +101,12 @@ public struct ServerConfiguration: Decodable, Sendable {
     /// comment after this long, and a WebSocket that heard nothing from its client for this long
     /// sends a ping, then closes when nothing came back for as long again.
     public var heartbeatSeconds: Int = 15
+    /// `hostNames` (default none): the names clients reach the server by (`chat.example.org`, or
+    /// with a port, `chat.example.org:8443`), beside `localhost` and any IP address, which are always
+    /// taken. A request whose `Host` is another name is refused (a DNS-rebinding page's requests),
+    /// and so is a state-changing request from a page of another origin. A reverse proxy that passes
+    /// the public name in `Host` needs it here.
+    public var hostNames: [String] = []
 
     public static let defaultUploadTypes = [
         "image/png", "image/jpeg", "image/gif", "image/webp", "audio/mpeg", "audio/ogg", "video/mp4", "video/webm",
@@ -111,7 +117,7 @@ public struct ServerConfiguration: Decodable, Sendable {
 
     enum CodingKeys: String, CodingKey {
         case listen, dataDirectory, apiKey, maxBodyBytes, maxUploadBytes, devSignIn, uploadTypes, webDirectory
-        case maxStreams, idleTimeoutSeconds, heartbeatSeconds
+        case maxStreams, idleTimeoutSeconds, heartbeatSeconds, hostNames
     }
 
     public init(from decoder: any Decoder) throws {
@@ -127,6 +133,7 @@ public struct ServerConfiguration: Decodable, Sendable {
         maxStreams = try c.decodeIfPresent(Int.self, forKey: .maxStreams) ?? maxStreams
         idleTimeoutSeconds = try c.decodeIfPresent(Int.self, forKey: .idleTimeoutSeconds) ?? idleTimeoutSeconds
         heartbeatSeconds = try c.decodeIfPresent(Int.self, forKey: .heartbeatSeconds) ?? heartbeatSeconds
+        hostNames = try c.decodeIfPresent([String].self, forKey: .hostNames) ?? hostNames
     }
 
     /// The host and port of ``listen``, or nil when it is not `host:port`.

@@ -28,12 +28,13 @@ struct OriginPolicy: Sendable {
     /// The refusal of a request from a name or an origin this server does not answer for, or nil.
     func refusal(_ http: HTTPRequest, route: String) -> ChatError? {
         if route != "healthz", route != "readyz", let host = http.header("host"), !accepts(host: host) {
-            return ChatError(
-                .badRequest, ["field": "Host", "reason": "this server does not answer for that name (server.hostNames)"])
+            let reason = "this server does not answer for that name (server.hostNames)"
+            return ChatError(.badRequest, ["field": "Host", "reason": .string(reason)])
         }
         let changesState = !["GET", "HEAD", "OPTIONS"].contains(http.method) || route == "ws"
         if changesState, let origin = http.header("origin"), !accepts(origin: origin, host: http.header("host")) {
-            return ChatError(.permissionDenied, ["field": "Origin", "reason": "a page of another site may not do this"])
+            let reason = "a page of another site may not do this"
+            return ChatError(.permissionDenied, ["field": "Origin", "reason": .string(reason)])
         }
         return nil
     }

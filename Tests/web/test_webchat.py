@@ -725,7 +725,8 @@ class DevSignInOffTests(unittest.TestCase):
         try:
             with self.assertRaises(urllib.error.HTTPError) as refused:
                 request = urllib.request.Request(server.url + "/v3/web/sign-in", method="POST",
-                                                 data=json.dumps({"uid": "alice"}).encode())
+                                                 data=json.dumps({"uid": "alice"}).encode(),
+                                                 headers={"Content-Type": "application/json"})
                 urllib.request.urlopen(request)
             self.assertEqual(refused.exception.code, 403)
             driver = browser()

@@ -1,6 +1,7 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <poll.h>
 #include <stdint.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -48,6 +49,21 @@ static inline int perch_mhd_give_up_unacknowledged(struct MHD_Connection *connec
     const union MHD_ConnectionInfo *info = MHD_get_connection_info(connection, MHD_CONNECTION_INFO_CONNECTION_FD);
     if (info == NULL) return -1;
     return setsockopt(info->connect_fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &milliseconds, sizeof(milliseconds));
+}
+
+/// POLLRDHUP (the peer shut its side: a hang-up), which Glibc declares only with _GNU_SOURCE.
+static inline short perch_pollrdhup(void) {
+#ifdef POLLRDHUP
+    return POLLRDHUP;
+#else
+    return 0x2000;
+#endif
+}
+
+/// The socket of a connection, or -1.
+static inline int perch_mhd_socket(struct MHD_Connection *connection) {
+    const union MHD_ConnectionInfo *info = MHD_get_connection_info(connection, MHD_CONNECTION_INFO_CONNECTION_FD);
+    return info == NULL ? -1 : info->connect_fd;
 }
 
 static inline ssize_t perch_mhd_end_of_stream(void) { return MHD_CONTENT_READER_END_OF_STREAM; }

@@ -84,8 +84,10 @@ public protocol UpgradedConnection: FinishableConnection {
 /// Produces the chunks of a streamed response; `next(timeout:)` returns nil at the end.
 public protocol EventStreamSource: FinishableConnection {
     /// The next bytes to send, an empty array when `timeout` passed with nothing (a heartbeat is
-    /// then sent), or nil when the stream is over.
-    func next(timeout: Duration) -> [UInt8]?
+    /// then sent), or nil when the stream is over. `socket` is the connection's: a client that hangs
+    /// up ends the stream at once (nil), so its slot is free for its reconnection, instead of at the
+    /// next write that fails.
+    func next(timeout: Duration, socket: Int32) -> [UInt8]?
     /// Ends the stream now (the server is stopping): `next` hands over what is buffered, if
     /// anything, then answers nil without waiting.
     func finish()
@@ -425,15 +427,21 @@ final class StreamBox {
     let source: any EventStreamSource
     let heartbeat: Duration
     let context: ServerContext
+    /// The connection's socket (-1 when unknown), watched for the client hanging up.
+    let socket: Int32
     var pending: [UInt8] = []
     var finished = false
 
-    init(source: any EventStreamSource, heartbeat: Duration, context: ServerContext) {
+    init(source: any EventStreamSource, heartbeat: Duration, context: ServerContext, socket: Int32) {
         self.source = source
         self.heartbeat = heartbeat
         self.context = context
+        self.socket = socket
     }
 }
+
+/// The socket of an MHD connection, or -1.
+func connectionSocket(_ connection: OpaquePointer?) -> Int32 { perch_mhd_socket(connection) }
 
 /// Has the kernel give up on `connection` once what was sent on it went unacknowledged for
 /// `timeout` (`TCP_USER_TIMEOUT`): the connection then fails and closes at its next write. An event
@@ -486,7 +494,8 @@ func queue(_ response: HTTPResponse, on connection: OpaquePointer?, server: HTTP
             upgradeHandler, Unmanaged.passUnretained(server.context).toOpaque())
     } else if let stream = response.stream {
         giveUpUnacknowledged(connection, after: server.heartbeat * 2)
-        let box = StreamBox(source: stream, heartbeat: server.heartbeat, context: server.context)
+        let box = StreamBox(
+            source: stream, heartbeat: server.heartbeat, context: server.context, socket: connectionSocket(connection))
         mhdResponse = MHD_create_response_from_callback(
             perch_mhd_size_unknown(), 4096,
             { context, _, buffer, maximum in
@@ -494,7 +503,7 @@ func queue(_ response: HTTPResponse, on connection: OpaquePointer?, server: HTTP
                 let box = Unmanaged<StreamBox>.fromOpaque(context).takeUnretainedValue()
                 if box.pending.isEmpty {
                     if box.finished { return perch_mhd_end_of_stream() }
-                    switch box.source.next(timeout: box.heartbeat) {
+                    switch box.source.next(timeout: box.heartbeat, socket: box.socket) {
                     case nil:
                         box.finished = true
                         return perch_mhd_end_of_stream()

@@ -139,7 +139,9 @@ extension PerchAPI {
                 let draft = try api.draft(&body, parent: nil)
                 try body.finish()
                 var asBot = request
-                asBot.caller = Caller(uid: uid, isApp: false, session: request.caller.session)
+                // The app's session: its message through the bot does not come back to it.
+                asBot.caller = Caller(uid: uid, isApp: false, sessionName: nil)
+                asBot.caller.session = request.caller.session
                 return try await api.sent(draft, asBot)
             },
             route("GET", "v3/messages", name: "messages.saved") { api, request in

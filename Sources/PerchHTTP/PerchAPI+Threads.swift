@@ -1,3 +1,4 @@
+import CMicroHTTPD
 import Dispatch
 import Foundation
 import PerchChat
@@ -214,10 +215,11 @@ extension PerchAPI {
     /// not come back on it.
     func events(_ request: Request) async throws(ChatError) -> HTTPResponse {
         let after = try await eventsStart(request)
-        let session = request.query("session") ?? request.caller.session ?? UUID().uuidString.lowercased()
+        let name = try Self.sessionName(request.query("session"), field: "session") ?? request.caller.sessionName
+            ?? UUID().uuidString.lowercased()
         let source = ChatEventSource(
-            service: service, uid: request.caller.uid, session: session, after: after,
-            metrics: metrics)
+            service: service, uid: request.caller.uid, session: Caller.sessionKey(uid: request.caller.uid, name: name),
+            name: name, after: after, metrics: metrics)
         return HTTPResponse(
             status: 200,
             headers: [
@@ -228,23 +230,25 @@ extension PerchAPI {
 }
 
 /// Feeds one SSE connection from the user's event stream. The stream's page loop runs on the
-/// connection's own thread, inside ``next(timeout:)``: its task prefers the source's
+/// connection's own thread, inside ``next(timeout:socket:)``: its task prefers the source's
 /// ``ThreadExecutor``, so a commit that wakes the loop wakes that thread directly, which reads the
 /// page, writes its frames and sends them (one thread wake a page, not two). While the
 /// connection's thread is busy sending, the loop waits: a slow client holds back its own stream,
-/// not the buffer's size. Once the client is gone, the loop's last steps run on the shared pool.
+/// not the buffer's size. The thread sleeps in poll(2) on the executor's wake and the socket, so a
+/// client that hangs up ends the stream at once and frees its slot. Once the client is gone, the
+/// loop's last steps run on the shared pool.
 final class ChatEventSource: EventStreamSource, @unchecked Sendable {
     /// Frames not yet handed to the connection, and whether the stream is over.
     private let state: Lock<(buffer: [UInt8], finished: Bool)>
-    private let executor = ThreadExecutor()
+    private let executor = ThreadExecutor(pollable: ())
     private var task: Task<Void, Never>?
     let metrics: HostMetrics
 
     /// Streams `uid`'s events after `after`, as `session` (``ChatService/followEvents(for:session:after:_:)``),
     /// the frames of a page written straight into the buffer.
-    init(service: ChatService, uid: String, session: String, after: Int64, metrics: HostMetrics) {
+    init(service: ChatService, uid: String, session: String, name: String, after: Int64, metrics: HostMetrics) {
         self.metrics = metrics
-        state = Lock((Array("event: perch.session\ndata: {\"session\":\"\(session)\"}\n\n".utf8), false))
+        state = Lock((Array("event: perch.session\ndata: {\"session\":\(JSONWriter.quoted(name))}\n\n".utf8), false))
         metrics.increment("perch_sse_connections", by: 1)
         // The task keeps its source until it ends, which `close` makes happen.
         task = Task(executorPreference: executor) { [self] in
@@ -277,9 +281,12 @@ final class ChatEventSource: EventStreamSource, @unchecked Sendable {
     }
 
     /// Runs the stream's waiting steps on this (the connection's) thread until there is something
-    /// to send, the stream is over (nil), or `timeout` passed (an empty chunk: a heartbeat).
-    func next(timeout: Duration) -> [UInt8]? {
-        let deadline = DispatchTime.now() + timeout.dispatchInterval
+    /// to send, the stream is over or its client hung up (nil), or `timeout` passed (an empty
+    /// chunk: a heartbeat).
+    func next(timeout: Duration, socket: Int32) -> [UInt8]? {
+        let (seconds, attoseconds) = timeout.components
+        let deadline =
+            DispatchTime.now().uptimeNanoseconds + UInt64(max(0, seconds * 1_000_000_000 + attoseconds / 1_000_000_000))
         while true {
             let ran = executor.runPending()
             // The frames so far (nil: the stream is over), or none yet.
@@ -291,7 +298,20 @@ final class ChatEventSource: EventStreamSource, @unchecked Sendable {
                 return state.finished ? .some(nil) : .none
             }
             if let taken { return taken }
-            if !ran, !executor.waitForWork(until: deadline) { return [] }
+            if ran { continue }
+            let now = DispatchTime.now().uptimeNanoseconds
+            guard now < deadline else { return [] }
+            guard executor.prepareToSleep() else { continue }
+            defer { executor.awake() }
+            // A client sends nothing on an event stream: its socket turns readable only when it
+            // hangs up (or sends what will never be read).
+            var descriptors = [
+                pollfd(fd: executor.wakeDescriptor!, events: Int16(POLLIN), revents: 0),
+                pollfd(fd: socket, events: Int16(POLLIN) | perch_pollrdhup(), revents: 0),
+            ]
+            let milliseconds = Int32(clamping: (deadline - now) / 1_000_000 + 1)
+            guard poll(&descriptors, socket >= 0 ? 2 : 1, milliseconds) > 0 else { continue }
+            if descriptors[1].revents & (perch_pollrdhup() | Int16(POLLHUP | POLLERR)) != 0 { return nil }
         }
     }
 

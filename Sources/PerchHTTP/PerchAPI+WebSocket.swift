@@ -40,9 +40,9 @@ extension PerchAPI {
             throw .badRequest("Sec-WebSocket-Key", "expected the base64 of 16 bytes")
         }
         let after = try await eventsStart(request)
-        var caller = request.caller
-        let session = request.query("session") ?? caller.session ?? UUID().uuidString.lowercased()
-        caller.session = session
+        let name = try Self.sessionName(request.query("session"), field: "session") ?? request.caller.sessionName
+            ?? UUID().uuidString.lowercased()
+        let caller = Caller(uid: request.caller.uid, isApp: request.caller.isApp, sessionName: name)
         let socket = WebSocketConnection(
             session: APIWebSocketSession(api: self, caller: caller, after: after),
             maximumMessage: maximumBodyBytes + 1024, heartbeat: heartbeat)
@@ -80,7 +80,7 @@ struct APIWebSocketSession: WebSocketSession {
     let after: Int64
 
     var greeting: [UInt8] {
-        Array(#"{"type":"session","session":\#(JSONWriter.quoted(caller.session ?? ""))}"#.utf8)
+        Array(#"{"type":"session","session":\#(JSONWriter.quoted(caller.sessionName ?? ""))}"#.utf8)
     }
 
     func pipelines(_ request: HTTPRequest) -> Bool { api.pipelines(request) }

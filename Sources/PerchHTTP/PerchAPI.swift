@@ -55,7 +55,36 @@ public final class PerchAPI: Sendable {
     struct Caller: Sendable {
         var uid: String
         var isApp: Bool
+        /// The client's name for its session (`X-Perch-Session`, or a stream's), as it knows it.
+        var sessionName: String?
+        /// The session as the service knows it: the name within its user's own namespace, so a
+        /// session named by one user is never another's (another user sending with someone's
+        /// session name cannot keep their messages off that person's stream).
         var session: String?
+
+        init(uid: String, isApp: Bool, sessionName: String?) {
+            self.uid = uid
+            self.isApp = isApp
+            self.sessionName = sessionName
+            session = sessionName.map { Self.sessionKey(uid: uid, name: $0) }
+        }
+
+        static func sessionKey(uid: String, name: String) -> String { uid + "/" + name }
+    }
+
+    /// A client's session name, checked: 1–128 letters, digits, `-`, `_`, `.` or `:` (it is
+    /// written back in the `perch.session` event and the WebSocket's first message).
+    /// - Throws: `ERR_BAD_REQUEST {field}` for anything else.
+    static func sessionName(_ name: String?, field: String) throws(ChatError) -> String? {
+        guard let name else { return nil }
+        let allowed = name.utf8.allSatisfy {
+            (0x30...0x39).contains($0) || (0x41...0x5A).contains($0) || (0x61...0x7A).contains($0)
+                || [0x2D, 0x5F, 0x2E, 0x3A].contains($0)
+        }
+        guard allowed, (1...128).contains(name.utf8.count) else {
+            throw .badRequest(field, "a session is 1–128 letters, digits, '-', '_', '.' or ':'")
+        }
+        return name
     }
 
     struct Route: Sendable {
@@ -197,7 +226,7 @@ public final class PerchAPI: Sendable {
                 caller = try await authenticate(http, appOnly: route.appOnly)
             } else {
                 // Nobody: a route that needs no credentials gets no powers from its caller.
-                caller = Caller(uid: "", isApp: false, session: nil)
+                caller = Caller(uid: "", isApp: false, sessionName: nil)
             }
             let request = Request(http: http, parameters: parameters, caller: caller, pipelining: pipelining)
             response = try await route.handler(self, request)
@@ -269,23 +298,23 @@ public final class PerchAPI: Sendable {
     }
 
     func authenticate(_ http: HTTPRequest, appOnly: Bool) async throws(ChatError) -> Caller {
-        let session = http.header("x-perch-session")
+        let session = try Self.sessionName(http.header("x-perch-session"), field: "X-Perch-Session")
         if let key = http.header("apikey") {
             guard let apiKeyDigest, Secrets.matches(key, digest: apiKeyDigest) else {
                 throw ChatError(.authInvalidAPIKey)
             }
             if let uid = http.header("onbehalfof"), !appOnly {
                 _ = try await service.user(uid)
-                return Caller(uid: uid, isApp: false, session: session)
+                return Caller(uid: uid, isApp: false, sessionName: session)
             }
-            return Caller(uid: User.system, isApp: true, session: session)
+            return Caller(uid: User.system, isApp: true, sessionName: session)
         }
         guard !appOnly else { throw ChatError(.authInvalidAPIKey, ["reason": "this endpoint needs the apikey"]) }
         if let token = http.header("authtoken") {
             guard let uid = try await service.tokenOwner(hash: Secrets.hash(token)) else {
                 throw ChatError(.authInvalidToken)
             }
-            return Caller(uid: uid, isApp: false, session: session)
+            return Caller(uid: uid, isApp: false, sessionName: session)
         }
         throw ChatError(.authNoCredentials)
     }

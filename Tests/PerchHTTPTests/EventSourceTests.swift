@@ -21,7 +21,8 @@ import Testing
             let connection = Consumer()
             let after = try await service.store.latestEventSequence()
             let released = await connection.start {
-                ChatEventSource(service: service, uid: "bob", session: "s1", after: after, metrics: metrics)
+                ChatEventSource(
+                    service: service, uid: "bob", session: "bob/s1", name: "s1", after: after, metrics: metrics)
             }
 
             // The session's first frame, then each message in order.
@@ -42,6 +43,9 @@ import Testing
 
             // A quiet stream answers a heartbeat (an empty chunk) when the timeout passes.
             #expect(await connection.next(timeout: .milliseconds(50)) == "")
+            // The client hangs up: the stream ends at once, not at its next heartbeat.
+            connection.hangUp()
+            #expect(await connection.next(timeout: .seconds(30)) == nil)
 
             // The client leaves: the loop ends and lets go of its source.
             await connection.close()
@@ -58,6 +62,20 @@ import Testing
 private final class Consumer: @unchecked Sendable {
     private let requests = DispatchQueue(label: "perch-test-connection")
     private var source: ChatEventSource?
+    /// The connection's socket (the server's end) and the client's end.
+    private let sockets: (server: Int32, client: Int32) = {
+        var pair: [Int32] = [0, 0]
+        _ = socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0, &pair)
+        return (pair[0], pair[1])
+    }()
+
+    deinit {
+        Glibc.close(sockets.server)
+        Glibc.close(sockets.client)
+    }
+
+    /// The client closes its end.
+    func hangUp() { shutdown(sockets.client, Int32(SHUT_RDWR)) }
 
     /// Makes the source on the connection's thread; answers a weak handle to it.
     func start(_ make: @escaping @Sendable () -> ChatEventSource) async -> WeakHandle {
@@ -73,7 +91,7 @@ private final class Consumer: @unchecked Sendable {
     func next(timeout: Duration = .seconds(5)) async -> String? {
         await withCheckedContinuation { continuation in
             requests.async {
-                let chunk = self.source?.next(timeout: timeout)
+                let chunk = self.source?.next(timeout: timeout, socket: self.sockets.server)
                 continuation.resume(returning: chunk.map { String(decoding: $0, as: UTF8.self) })
             }
         }

@@ -215,7 +215,8 @@ extension PerchAPI {
     /// not come back on it.
     func events(_ request: Request) async throws(ChatError) -> HTTPResponse {
         let after = try await eventsStart(request)
-        let name = try Self.sessionName(request.query("session"), field: "session") ?? request.caller.sessionName
+        let name =
+            try Self.sessionName(request.query("session"), field: "session") ?? request.caller.sessionName
             ?? UUID().uuidString.lowercased()
         let source = ChatEventSource(
             service: service, uid: request.caller.uid, session: Caller.sessionKey(uid: request.caller.uid, name: name),

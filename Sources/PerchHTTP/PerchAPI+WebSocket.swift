@@ -40,7 +40,8 @@ extension PerchAPI {
             throw .badRequest("Sec-WebSocket-Key", "expected the base64 of 16 bytes")
         }
         let after = try await eventsStart(request)
-        let name = try Self.sessionName(request.query("session"), field: "session") ?? request.caller.sessionName
+        let name =
+            try Self.sessionName(request.query("session"), field: "session") ?? request.caller.sessionName
             ?? UUID().uuidString.lowercased()
         let caller = Caller(uid: request.caller.uid, isApp: request.caller.isApp, sessionName: name)
         let socket = WebSocketConnection(

@@ -1,6 +1,7 @@
 import Dispatch
 import Foundation
 import PerchChat
+import PerchHost
 import PerchLock
 
 #if canImport(Glibc)
@@ -73,8 +74,14 @@ final class WebSocketConnection: UpgradedConnection, @unchecked Sendable {
             changed = true
         }
     }
-    /// Past this many bytes waiting to be sent, the loop runs no more jobs until the client reads.
-    static let outboxLimit = 4 << 20
+    /// Past this many bytes waiting to be sent, the loop starts no request and runs no more jobs
+    /// until the client reads: a client that does not read holds at most this much of the server's
+    /// memory (and one answer in progress). One that stays so, reading nothing, is closed by the
+    /// heartbeat (it stops being read from too, so it is not heard).
+    static let outboxLimit = 1 << 20
+    /// What the outbox keeps of its capacity once it is empty: a socket that once held a lot lets
+    /// it go when it has sent it.
+    static let keptOutboxCapacity = 64 << 10
     /// Requests waiting for the one being answered: past this many, or past this many bytes of
     /// bodies (at least one request's worth), the socket is not read until they are answered.
     static let queuedLimit = 256
@@ -95,6 +102,12 @@ final class WebSocketConnection: UpgradedConnection, @unchecked Sendable {
     func finish() {
         shared.withLock { $0.stopping = true }
         executor.signal()
+    }
+
+    /// The bytes the socket holds for its client now: waiting to be sent, and answers held for
+    /// their turn.
+    var bufferedBytes: Int {
+        shared.withLock { shared in shared.outbox.count + shared.held.values.reduce(0) { $0 + $1.count } }
     }
 
     private func send(_ bytes: [UInt8]) {
@@ -141,6 +154,9 @@ final class WebSocketConnection: UpgradedConnection, @unchecked Sendable {
         loop.run()
         stopEvents()
         executor.stop()
+        // What a socket that held a lot let go goes back to the kernel, not to the heap's reserve.
+        shared.withLock { $0.outbox = [] }
+        if loop.peakOutbox > Self.keptOutboxCapacity { Allocator.releaseFreeMemory() }
     }
 
     /// The loop's own state, on the connection's thread only.
@@ -169,6 +185,8 @@ final class WebSocketConnection: UpgradedConnection, @unchecked Sendable {
         var lastHeard = DispatchTime.now().uptimeNanoseconds
         var pingedAt: UInt64?
         var chunk = [UInt8](repeating: 0, count: 65_536)
+        /// The most the outbox held (its capacity), for the release of memory at the end.
+        var peakOutbox = 0
 
         init(connection: WebSocketConnection, socket: Int32, inbound: [UInt8]) {
             self.connection = connection
@@ -197,7 +215,9 @@ final class WebSocketConnection: UpgradedConnection, @unchecked Sendable {
                     executor.resetJoined()
                 }
                 if stopping, !closing { close(WebSocket.CloseCode.goingAway, "the server is stopping") }
-                if !closing, let next = requests.first, mayStart(pipelining: next.pipelines) {
+                if !closing, backlog < WebSocketConnection.outboxLimit, let next = requests.first,
+                    mayStart(pipelining: next.pipelines)
+                {
                     requests.removeFirst()
                     start(next.frame, pipelines: next.pipelines)
                 }
@@ -213,7 +233,10 @@ final class WebSocketConnection: UpgradedConnection, @unchecked Sendable {
                 flush()
                 if closing, connection.shared.withLock({ $0.outbox.isEmpty }) || gone { break }
                 if ran { continue }
-                wait(holdingJobs: holding)
+                // The client took enough to make room: start the next request and run the jobs.
+                let stillHolding = connection.shared.withLock { $0.outbox.count } >= WebSocketConnection.outboxLimit
+                if holding, !stillHolding { continue }
+                wait(holdingJobs: stillHolding)
             }
         }
 
@@ -401,6 +424,10 @@ final class WebSocketConnection: UpgradedConnection, @unchecked Sendable {
                     }
                 }
                 shared.outbox.removeSubrange(0..<sent)
+                peakOutbox = max(peakOutbox, shared.outbox.capacity)
+                if shared.outbox.isEmpty, shared.outbox.capacity > WebSocketConnection.keptOutboxCapacity {
+                    shared.outbox = []
+                }
             }
         }
     }

@@ -74,6 +74,56 @@ import Testing
         }
     }
 
+    /// Answers of 200 KiB to any request, with none held.
+    final class LargeAnswerSession: WebSocketSession, @unchecked Sendable {
+        let started = Lock(0)
+        var greeting: [UInt8] { Array(#"{"type":"session","session":"test"}"#.utf8) }
+        func pipelines(_ request: HTTPRequest) -> Bool { false }
+        func respond(to request: HTTPRequest, pipelining: Pipelining?) async -> HTTPResponse {
+            started.withLock { $0 += 1 }
+            return .text(200, String(repeating: "y", count: 200 << 10))
+        }
+        func followEvents(on executor: ThreadExecutor, deliver: @escaping @Sendable ([UInt8]) -> Void)
+            -> @Sendable () -> Void
+        { {} }
+    }
+
+    /// A client that sends request after request and reads no answer holds at most the outbox's
+    /// limit and one answer of the server's memory: the socket stops starting requests, then stops
+    /// reading them; once the client reads, every answer comes, in order.
+    @Test func aClientThatReadsNothingHoldsABoundedBuffer() async throws {
+        let session = LargeAnswerSession()
+        var pair: [Int32] = [0, 0]
+        #expect(socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0, &pair) == 0)
+        let connection = WebSocketConnection(session: session, maximumMessage: 1 << 20, heartbeat: .seconds(30))
+        let (server, peer) = (pair[0], pair[1])
+        let finished = DispatchSemaphore(value: 0)
+        Thread.detachNewThread {
+            connection.run(socket: server, extra: [])
+            finished.signal()
+        }
+        let client = WebSocketTestClient(connected: peer)
+        let peak = await onThread { () -> Int in
+            for id in 0..<100 { client.sendText(#"{"id":\#(id),"method":"GET","path":"/big"}"#) }
+            var peak = 0
+            for _ in 0..<100 {
+                peak = max(peak, connection.bufferedBytes)
+                usleep(10_000)
+            }
+            return peak
+        }
+        #expect(peak > 0)
+        #expect(peak <= WebSocketConnection.outboxLimit + (400 << 10), "\(peak) bytes held")
+        #expect(session.started.withLock { $0 } < 100)
+        let ids = await onThread { () -> [Int] in
+            _ = client.message()  // the session's greeting
+            return (0..<100).compactMap { _ in client.message(timeout: 10)?["id"] as? Int }
+        }
+        #expect(ids == Array(0..<100))
+        await onThread { client.send(.close, WebSocket.closePayload(1000, "")) }
+        #expect(await onThread { finished.wait(timeout: .now() + 10) == .success })
+    }
+
     /// A client that breaks the protocol and reads nothing more: the server's close frame waits
     /// behind what the client left unread, and the socket is given up after a heartbeat (it was
     /// polled without sleeping, forever, once the heartbeat was due).

@@ -92,6 +92,12 @@ public enum RunCommand {
                     maximumBodyBytes: max(config.server.maxBodyBytes, config.server.maxUploadBytes),
                     heartbeat: .seconds(config.server.heartbeatSeconds), maximumStreams: config.server.maxStreams,
                     idleTimeout: .seconds(config.server.idleTimeoutSeconds),
+                    headTimeout: .seconds(config.server.headerTimeoutSeconds),
+                    connectionsPerClient: config.server.maxConnectionsPerClient,
+                    metricsText: { [metrics = host.metrics] in metrics.prometheusText },
+                    refused: { [metrics = host.metrics] reason in
+                        metrics.increment("perch_http_connections_refused_total", ["reason": reason])
+                    },
                     log: { message in
                         // A flood (connections past the limit, each refused) is a line a minute.
                         guard let suffix = serverMessages.suffix(message, at: Date().timeIntervalSince1970) else {

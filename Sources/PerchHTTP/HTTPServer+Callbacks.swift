@@ -276,3 +276,24 @@ func addHeaders(_ headers: [(String, String)], to response: OpaquePointer) {
         }
     }
 }
+
+/// A connection's client address, kept from its start to its end.
+final class AddressBox {
+    let address: String
+    init(_ address: String) { self.address = address }
+}
+
+/// libmicrohttpd's connections by client address, for the gate's limit per client.
+let connectionNotifier: perch_mhd_connection_notifier = { context, connection, socketContext, code in
+    guard let context, let socketContext else { return }
+    let server = Unmanaged<ServerContext>.fromOpaque(context).takeUnretainedValue()
+    if code.rawValue == 0 {  // MHD_CONNECTION_NOTIFY_STARTED
+        var buffer = [CChar](repeating: 0, count: 64)
+        let address = perch_mhd_client_address(connection, &buffer, 64) == 0 ? String(cString: buffer) : ""
+        server.counts.opened(address)
+        socketContext.pointee = Unmanaged.passRetained(AddressBox(address)).toOpaque()
+    } else if let pointer = socketContext.pointee {  // MHD_CONNECTION_NOTIFY_CLOSED
+        socketContext.pointee = nil
+        server.counts.closed(Unmanaged<AddressBox>.fromOpaque(pointer).takeRetainedValue().address)
+    }
+}

@@ -4,7 +4,8 @@ import Foundation
 import PerchLock
 
 /// An HTTP server on libmicrohttpd: one thread per connection, keep-alive, bodies up to a limit.
-/// Handlers are async; the connection's thread waits for them.
+/// Handlers are async; the connection's thread waits for them. A connection reaches libmicrohttpd
+/// through the ``ConnectionGate`` once its first request's head is in.
 ///
 /// A stream (an event stream, a WebSocket) keeps its connection and thread for as long as it is
 /// open, so at most `maximumStreams` are open at once: the next is answered 503
@@ -20,6 +21,7 @@ public final class HTTPServer: Sendable {
     public let maximumStreams: Int
     private let daemon: Lock<DaemonBox?> = Lock(nil)
     let context: ServerContext
+    private let gate: ConnectionGate
     public let port: UInt16
 
     struct DaemonBox: @unchecked Sendable {
@@ -34,12 +36,17 @@ public final class HTTPServer: Sendable {
     /// for `idleTimeout` (a keep-alive connection between requests, or a client stalled in the
     /// middle of one) is closed, so idle clients do not hold the connections and their threads;
     /// a stream is never idle (it sends at least a heartbeat), and a WebSocket is the socket's own.
-    /// libmicrohttpd's own messages (a write to a connection that failed, a connection refused at
-    /// the limit) go to `log`, one line each, so that they reach the host's log in its format.
+    /// A new connection's first request must send its head within `headTimeout`, and one client
+    /// address may hold `connectionsPerClient` connections (``ConnectionGate``); `metricsText`
+    /// answers `/metrics` when every connection is taken, and `refused` counts the gate's refusals
+    /// by reason. libmicrohttpd's own messages (a write to a connection that failed) go to `log`,
+    /// one line each, so that they reach the host's log in its format.
     /// - Throws: ``HTTPServerError`` when the address cannot be bound.
     public init(
         host: String, port: UInt16, maximumBodyBytes: Int, heartbeat: Duration = .seconds(15),
-        maximumStreams: Int = 1_000, idleTimeout: Duration = .seconds(60),
+        maximumStreams: Int = 1_000, idleTimeout: Duration = .seconds(60), headTimeout: Duration = .seconds(10),
+        connectionsPerClient: Int = 512, metricsText: (@Sendable () -> String)? = nil,
+        refused: @escaping @Sendable (_ reason: String) -> Void = { _ in },
         log: @escaping @Sendable (String) -> Void = { FileHandle.standardError.write(Data(($0 + "\n").utf8)) },
         handler: @escaping Handler
     ) throws {
@@ -48,18 +55,32 @@ public final class HTTPServer: Sendable {
         self.heartbeat = heartbeat
         self.maximumStreams = max(1, maximumStreams)
         let box = ServerContext(log: log)
+        let connectionLimit = self.maximumStreams + Self.requestReserve
         // The daemon holds an unretained pointer; `context` keeps the box alive as long as the server.
         guard
             let started = perch_mhd_start(
-                host, port, accessHandler, Unmanaged.passUnretained(box).toOpaque(), completedHandler,
-                UInt32(clamping: self.maximumStreams + Self.requestReserve),
-                UInt32(clamping: max(1, idleTimeout.components.seconds)), serverLog, uriLogger)
+                accessHandler, Unmanaged.passUnretained(box).toOpaque(), completedHandler,
+                UInt32(clamping: connectionLimit), UInt32(clamping: max(1, idleTimeout.components.seconds)),
+                serverLog, uriLogger, connectionNotifier)
         else {
-            throw HTTPServerError(description: "cannot listen on \(host):\(port)")
+            throw HTTPServerError(description: "cannot start libmicrohttpd")
+        }
+        let handle = DaemonBox(pointer: started)
+        do {
+            gate = try ConnectionGate(
+                host: host, port: port,
+                limits: ConnectionGate.Limits(
+                    headTimeout: headTimeout, connectionsPerClient: max(1, connectionsPerClient),
+                    connections: connectionLimit),
+                connections: box.counts, metricsText: metricsText, refused: refused,
+                handOff: { perch_mhd_add_connection(handle.pointer, $0) == 1 })
+        } catch {
+            MHD_stop_daemon(started)
+            throw error
         }
         context = box
-        self.port = perch_mhd_port(started)
-        daemon.withLock { $0 = DaemonBox(pointer: started) }
+        self.port = gate.port
+        daemon.withLock { $0 = handle }
         box.server.withLock { $0 = WeakServer(self) }
     }
 
@@ -73,6 +94,7 @@ public final class HTTPServer: Sendable {
                 return state
             })
         else { return }
+        gate.stop()
         for stream in context.stopStreams() { stream.finish() }
         // libmicrohttpd wants upgraded sockets handed back before it stops: their loops end within
         // a poll once finished (a second at most here, for a socket that cannot be written).

@@ -4,6 +4,8 @@ import PerchLock
 /// What the C callbacks reach through their context pointer.
 final class ServerContext: Sendable {
     let server = Lock<WeakServer?>(nil)
+    /// libmicrohttpd's connections, in all and by client address (``connectionNotifier``).
+    let counts = ConnectionCounts()
     /// Where libmicrohttpd's messages go.
     let log: @Sendable (String) -> Void
     /// The streams being sent and the upgraded connections; nil once the server stops (a stream

@@ -80,7 +80,7 @@ import Testing
     @Test func idleConnectionsAreClosedWhileStreamsStayOpen() async throws {
         // Heartbeats further apart than the stream is quiet below, so only its being open keeps it
         // from counting as idle.
-        try await withHTTPChat(heartbeat: .seconds(8), idleTimeout: .seconds(1)) { http in
+        try await withHTTPChat(heartbeat: .seconds(8), idleTimeout: .seconds(1), headTimeout: .seconds(2)) { http in
             let port = http.server.port
             let bob = ["apikey": apiKey, "onBehalfOf": "bob"]
             let stream = try SSEClient(port: port, path: "/v3/events", headers: bob)
@@ -88,17 +88,18 @@ import Testing
             await onThread { stream.waitUntilOpen() }
             #expect(stream.buffer.contains("perch.session") && socket.status == 101)
 
-            // A keep-alive connection, answered and then silent, is closed; so is a client that
-            // stalls in the middle of its request. Each would otherwise hold a connection and its
-            // thread (for five minutes before, libmicrohttpd's timeout then).
+            // A keep-alive connection, answered and then silent, is closed; a client that stalls in
+            // the middle of its first request is told so (408) and closed. Each would otherwise hold
+            // a connection.
             let keptAlive = try SSEClient(port: port, path: nil, headers: [:])
             keptAlive.handle.write(Data("GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n".utf8))
             let stalled = try SSEClient(port: port, path: nil, headers: [:])
             stalled.handle.write(Data("GET /healthz HTTP/1.1\r\nHo".utf8))
             let answered = await onThread { keptAlive.readToEnd(timeout: 20) }
             #expect(answered.hasPrefix("HTTP/1.1 200") && keptAlive.closed)
-            let nothing = await onThread { stalled.readToEnd(timeout: 20) }
-            #expect(nothing.isEmpty && stalled.closed)
+            let timedOut = await onThread { stalled.readToEnd(timeout: 20) }
+            #expect(timedOut.hasPrefix("HTTP/1.1 408") && timedOut.contains(#""code":"ERR_BAD_REQUEST""#))
+            #expect(stalled.closed)
 
             // The stream and the WebSocket, quiet for twice as long as that, are still open and deliver.
             try await Task.sleep(for: .seconds(2))

@@ -85,7 +85,8 @@ public struct HTTPChat: Sendable {
 public func withHTTPChat(
     bots: [String: String] = [:], maximumBody: Int = 64 * 1024, messagesPerMinute: Int = 0, web: WebSettings? = nil,
     maximumStreams: Int = 1_000, heartbeat: Duration = .seconds(1), socketHeartbeat: Duration = .seconds(15),
-    idleTimeout: Duration = .seconds(60), hostNames: [String] = [],
+    idleTimeout: Duration = .seconds(60), headTimeout: Duration = .seconds(10), connectionsPerClient: Int = 512,
+    hostNames: [String] = [],
     registry: PluginRegistry = .standard, executor: (any TaskExecutor)? = nil,
     _ body: (HTTPChat) async throws -> Void
 )
@@ -100,7 +101,8 @@ public func withHTTPChat(
             hostNames: hostNames)
         let server = try HTTPServer(
             host: "127.0.0.1", port: 0, maximumBodyBytes: max(maximumBody, 32 * 1024), heartbeat: heartbeat,
-            maximumStreams: maximumStreams, idleTimeout: idleTimeout
+            maximumStreams: maximumStreams, idleTimeout: idleTimeout, headTimeout: headTimeout,
+            connectionsPerClient: connectionsPerClient, metricsText: { chat.host.metrics.prometheusText }
         ) {
             await api.respond(to: $0)
         }

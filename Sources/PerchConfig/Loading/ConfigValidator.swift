@@ -61,6 +61,8 @@ struct ConfigValidator {
         range("server.maxStreams", config.server.maxStreams, 1...100_000)
         range("server.idleTimeoutSeconds", config.server.idleTimeoutSeconds, 1...86_400)
         range("server.heartbeatSeconds", config.server.heartbeatSeconds, 1...3_600)
+        range("server.headerTimeoutSeconds", config.server.headerTimeoutSeconds, 1...600)
+        range("server.maxConnectionsPerClient", config.server.maxConnectionsPerClient, 1...1_000_000)
         range("storage.eventRetentionDays", config.storage.eventRetentionDays, 0...3_650)
         range("limits.pinsPerConversation", config.limits.pinsPerConversation, 1...10_000)
         range("limits.savesPerUser", config.limits.savesPerUser, 1...10_000)

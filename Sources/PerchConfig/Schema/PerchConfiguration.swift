@@ -107,6 +107,14 @@ public struct ServerConfiguration: Decodable, Sendable {
     /// and so is a state-changing request from a page of another origin. A reverse proxy that passes
     /// the public name in `Host` needs it here.
     public var hostNames: [String] = []
+    /// `headerTimeoutSeconds` (default 10): how long a new connection may take to send its first
+    /// request's head; it waits for it off libmicrohttpd's threads, and is answered 408 then.
+    public var headerTimeoutSeconds: Int = 10
+    /// `maxConnectionsPerClient` (default 512): the connections one client address may hold open
+    /// (requests, event streams, WebSockets); past it, 429. `/healthz`, `/readyz` and `/metrics`
+    /// are answered whatever it holds. Behind a reverse proxy every client is the proxy's address:
+    /// raise it to `maxStreams` and more.
+    public var maxConnectionsPerClient: Int = 512
 
     public static let defaultUploadTypes = [
         "image/png", "image/jpeg", "image/gif", "image/webp", "audio/mpeg", "audio/ogg", "video/mp4", "video/webm",
@@ -117,7 +125,7 @@ public struct ServerConfiguration: Decodable, Sendable {
 
     enum CodingKeys: String, CodingKey {
         case listen, dataDirectory, apiKey, maxBodyBytes, maxUploadBytes, devSignIn, uploadTypes, webDirectory
-        case maxStreams, idleTimeoutSeconds, heartbeatSeconds, hostNames
+        case maxStreams, idleTimeoutSeconds, heartbeatSeconds, hostNames, headerTimeoutSeconds, maxConnectionsPerClient
     }
 
     public init(from decoder: any Decoder) throws {
@@ -134,6 +142,10 @@ public struct ServerConfiguration: Decodable, Sendable {
         idleTimeoutSeconds = try c.decodeIfPresent(Int.self, forKey: .idleTimeoutSeconds) ?? idleTimeoutSeconds
         heartbeatSeconds = try c.decodeIfPresent(Int.self, forKey: .heartbeatSeconds) ?? heartbeatSeconds
         hostNames = try c.decodeIfPresent([String].self, forKey: .hostNames) ?? hostNames
+        headerTimeoutSeconds =
+            try c.decodeIfPresent(Int.self, forKey: .headerTimeoutSeconds) ?? headerTimeoutSeconds
+        maxConnectionsPerClient =
+            try c.decodeIfPresent(Int.self, forKey: .maxConnectionsPerClient) ?? maxConnectionsPerClient
     }
 
     /// The host and port of ``listen``, or nil when it is not `host:port`.

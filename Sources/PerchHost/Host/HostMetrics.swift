@@ -34,6 +34,9 @@ public final class HostMetrics: Sendable {
         "perch_handler_errors_total": (.counter, "Bot handlers that failed, by bot."),
         "perch_http_request_duration_seconds": (.histogram, "Time to answer an HTTP request, by route."),
         "perch_http_requests_total": (.counter, "HTTP requests answered, by route and status."),
+        "perch_http_connections_refused_total": (
+            .counter, "Connections refused before a route saw them, by reason (head, slow, evicted, per_client, busy)."
+        ),
         "perch_notifications_pruned_total": (.counter, "Notification outbox rows the retention removed."),
         "perch_plugin_garbage_lines_total": (.counter, "Lines from an external plugin that were not JSON-RPC."),
         "perch_plugin_output_lines_total": (

@@ -12,7 +12,10 @@ import PerchChat
 ///   `apikey`s, two `Host`s. Which of the two counts would depend on the reader.
 /// - A body sent with `Transfer-Encoding` (chunked): refused at once with 411, so a chunk size
 ///   meant to hold the connection (or to be read differently by a proxy in front) never is.
-/// - A `Content-Length` over the largest body the server takes: 413 before any byte of it is read.
+/// - A `Content-Length` far over the largest body the server takes (by more than
+///   ``drainAllowance``): 413 before any byte of it is read. One over it by less is read and
+///   dropped first, then answered 413: a client still sending its body would otherwise see its
+///   connection reset instead of the answer.
 enum RequestScreen {
     /// Headers that may appear once: each names who calls, where the request goes, or how much
     /// body follows.
@@ -40,7 +43,9 @@ enum RequestScreen {
             return answer(
                 411, .badRequest("Transfer-Encoding", "this server takes bodies with a Content-Length, not chunked"))
         }
-        if let text = header(connection, "content-length"), let length = Int(text), length > maximumBodyBytes {
+        if let text = header(connection, "content-length"), let length = Int(text),
+            length > maximumBodyBytes + drainAllowance
+        {
             let reason = "larger than \(maximumBodyBytes) bytes"
             return answer(
                 413,
@@ -55,6 +60,9 @@ enum RequestScreen {
         response.headers.append(("Connection", "close"))
         return response
     }
+
+    /// How far past the body limit a body is still read (and dropped) before its 413.
+    static let drainAllowance = 1 << 20
 
     /// How many times each header (by lowercased name) was sent.
     static func headerCounts(_ connection: OpaquePointer?) -> [String: Int] {

@@ -33,7 +33,8 @@ let package = Package(
         // The pure chat core: types, rules, errors. No I/O, no clock.
         .target(name: "PerchChat"),
         // The calling thread's CPUs (C: glibc's `sched_setaffinity` needs `_GNU_SOURCE`), and other
-        // system calls Swift's Glibc module does not declare or Swift may not make (a signal handler).
+        // system calls Swift's Glibc module does not declare or Swift may not make (a signal handler,
+        // epoll and the listening socket of the HTTP server's gate).
         .target(name: "CSched"),
         // A value behind a pthread mutex (not Synchronization.Mutex: see its comment), thread names,
         // the executor whose jobs a thread of the owner's runs, where such a thread runs, and the
@@ -65,7 +66,8 @@ let package = Package(
         .target(
             name: "PerchHTTP",
             dependencies: [
-                "CMicroHTTPD", "CCrypto", "PerchService", "PerchChat", "PerchHost", "PerchConfig", "PerchLock",
+                "CMicroHTTPD", "CCrypto", "CSched", "PerchService", "PerchChat", "PerchHost", "PerchConfig",
+                "PerchLock",
             ]
         ),
         // The test harness for plugin authors: a host in-process on a temporary directory.

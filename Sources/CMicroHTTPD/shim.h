@@ -1,15 +1,9 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
-#include <poll.h>
-#include <errno.h>
-#include <fcntl.h>
 #include <stdint.h>
 #include <string.h>
-#include <sys/epoll.h>
-#include <sys/eventfd.h>
 #include <sys/socket.h>
-#include <unistd.h>
 #include <microhttpd.h>
 
 /// Called with a request's URI as it came on the request line, before libmicrohttpd decodes it;
@@ -42,16 +36,14 @@ static inline struct MHD_Daemon *perch_mhd_start(MHD_AccessHandlerCallback handl
         MHD_OPTION_END);
 }
 
-/// Hands a connected socket to the daemon, which owns (and closes) it from then on, whatever the
-/// answer. Returns 1 when the daemon took it.
+/// Hands a connected socket to the daemon, which owns (and closes) it from then on, whatever it
+/// answers. Returns 1 when the daemon took it, 0 when it refused it (and closed it), -1 when the
+/// socket's peer is gone (the caller still owns it).
 static inline int perch_mhd_add_connection(struct MHD_Daemon *daemon, int fd) {
     struct sockaddr_storage peer;
     socklen_t length = sizeof(peer);
-    if (getpeername(fd, (struct sockaddr *) &peer, &length) != 0) {
-        close(fd);
-        return 0;
-    }
-    return MHD_add_connection(daemon, fd, (const struct sockaddr *) &peer, length) == MHD_YES;
+    if (getpeername(fd, (struct sockaddr *) &peer, &length) != 0) return -1;
+    return MHD_add_connection(daemon, fd, (const struct sockaddr *) &peer, length) == MHD_YES ? 1 : 0;
 }
 
 /// Writes a connection's client address (an IP address as text) to `buffer`; 0, or -1.
@@ -66,102 +58,12 @@ static inline int perch_mhd_client_address(struct MHD_Connection *connection, ch
     return -1;
 }
 
-/// A non-blocking, close-on-exec TCP socket listening on `host` (an IPv4 literal) and `port` (0
-/// picks a free one). Returns the descriptor, or -1 with `errno` set.
-static inline int perch_listen(const char *host, uint16_t port, int backlog) {
-    struct sockaddr_in address;
-    memset(&address, 0, sizeof(address));
-    address.sin_family = AF_INET;
-    address.sin_port = htons(port);
-    if (inet_pton(AF_INET, host, &address.sin_addr) != 1) {
-        errno = EINVAL;
-        return -1;
-    }
-    int fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-    if (fd < 0) return -1;
-    int one = 1;
-    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-    if (bind(fd, (struct sockaddr *) &address, sizeof(address)) != 0 || listen(fd, backlog) != 0) {
-        int saved = errno;
-        close(fd);
-        errno = saved;
-        return -1;
-    }
-    return fd;
-}
-
-/// The port a listening socket is bound to.
-static inline uint16_t perch_bound_port(int fd) {
-    struct sockaddr_in address;
-    socklen_t length = sizeof(address);
-    if (getsockname(fd, (struct sockaddr *) &address, &length) != 0) return 0;
-    return ntohs(address.sin_port);
-}
-
-/// Accepts one connection (non-blocking, close-on-exec) and writes its client's address as text to
-/// `buffer`. Returns the descriptor, or -1 with `errno` set (EAGAIN: none is waiting).
-static inline int perch_accept(int listening, char *buffer, socklen_t size) {
-    struct sockaddr_storage peer;
-    socklen_t length = sizeof(peer);
-    int fd = accept(listening, (struct sockaddr *) &peer, &length);
-    if (fd < 0) return -1;
-    fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
-    fcntl(fd, F_SETFD, FD_CLOEXEC);
-    buffer[0] = 0;
-    if (peer.ss_family == AF_INET) inet_ntop(AF_INET, &((struct sockaddr_in *) &peer)->sin_addr, buffer, size);
-    else if (peer.ss_family == AF_INET6) inet_ntop(AF_INET6, &((struct sockaddr_in6 *) &peer)->sin6_addr, buffer, size);
-    return fd;
-}
-
-/// What an epoll wait reports of a descriptor.
-enum { PERCH_READABLE = 1, PERCH_HUNG_UP = 2 };
-
-static inline int perch_epoll_create(void) { return epoll_create1(EPOLL_CLOEXEC); }
-
-/// A non-blocking, close-on-exec eventfd.
-static inline int perch_eventfd_descriptor(void) { return eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC); }
-
-/// Watches `fd` for input and hang-ups; `edge`: reported once per arrival (edge-triggered), for a
-/// socket read with MSG_PEEK, whose bytes stay. Returns 0, or -1 with `errno` set.
-static inline int perch_epoll_add(int epoll, int fd, int edge) {
-    struct epoll_event event;
-    memset(&event, 0, sizeof(event));
-    event.events = EPOLLIN | EPOLLRDHUP | (edge ? EPOLLET : 0);
-    event.data.fd = fd;
-    return epoll_ctl(epoll, EPOLL_CTL_ADD, fd, &event);
-}
-
-static inline int perch_epoll_remove(int epoll, int fd) { return epoll_ctl(epoll, EPOLL_CTL_DEL, fd, NULL); }
-
-/// Waits up to `milliseconds` for the watched descriptors; writes up to `capacity` of them and
-/// what happened to each (PERCH_READABLE, PERCH_HUNG_UP). Returns how many, or -1 with `errno` set.
-static inline int perch_epoll_wait(int epoll, int *fds, int *what, int capacity, int milliseconds) {
-    struct epoll_event events[256];
-    if (capacity > 256) capacity = 256;
-    int count = epoll_wait(epoll, events, capacity, milliseconds);
-    for (int index = 0; index < count; index += 1) {
-        fds[index] = events[index].data.fd;
-        what[index] = ((events[index].events & EPOLLIN) ? PERCH_READABLE : 0)
-            | ((events[index].events & (EPOLLRDHUP | EPOLLHUP | EPOLLERR)) ? PERCH_HUNG_UP : 0);
-    }
-    return count;
-}
-
 /// Has the kernel give up on a connection once what was sent on it went unacknowledged for
 /// `milliseconds` (TCP_USER_TIMEOUT). Returns 0, or -1 when the option could not be set.
 static inline int perch_mhd_give_up_unacknowledged(struct MHD_Connection *connection, unsigned int milliseconds) {
     const union MHD_ConnectionInfo *info = MHD_get_connection_info(connection, MHD_CONNECTION_INFO_CONNECTION_FD);
     if (info == NULL) return -1;
     return setsockopt(info->connect_fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &milliseconds, sizeof(milliseconds));
-}
-
-/// POLLRDHUP (the peer shut its side: a hang-up), which Glibc declares only with _GNU_SOURCE.
-static inline short perch_pollrdhup(void) {
-#ifdef POLLRDHUP
-    return POLLRDHUP;
-#else
-    return 0x2000;
-#endif
 }
 
 /// The socket of a connection, or -1.

@@ -1,4 +1,5 @@
 import CMicroHTTPD
+import CSched
 import Dispatch
 import Foundation
 import PerchChat
@@ -81,7 +82,7 @@ final class ConnectionGate: @unchecked Sendable {
         self.refused = refused
         self.handOff = handOff
         epoll = perch_epoll_create()
-        wake = perch_eventfd_descriptor()
+        wake = perch_eventfd()
         _ = perch_epoll_add(epoll, listening, 0)
         _ = perch_epoll_add(epoll, wake, 0)
         Thread.detachNewThread { [self] in

@@ -73,7 +73,12 @@ public final class HTTPServer: Sendable {
                     headTimeout: headTimeout, connectionsPerClient: max(1, connectionsPerClient),
                     connections: connectionLimit),
                 connections: box.counts, metricsText: metricsText, refused: refused,
-                handOff: { perch_mhd_add_connection(handle.pointer, $0) == 1 })
+                handOff: { fd in
+                    // A client already gone: the socket is still the gate's to close.
+                    let taken = perch_mhd_add_connection(handle.pointer, fd)
+                    if taken < 0 { close(fd) }
+                    return taken == 1
+                })
         } catch {
             MHD_stop_daemon(started)
             throw error

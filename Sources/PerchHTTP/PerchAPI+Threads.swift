@@ -1,4 +1,4 @@
-import CMicroHTTPD
+import CSched
 import Dispatch
 import Foundation
 import PerchChat

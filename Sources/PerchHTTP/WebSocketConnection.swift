@@ -1,3 +1,4 @@
+import CMicroHTTPD  // MSG_NOSIGNAL: in an optimized build, <sys/socket.h> is the shim's
 import Dispatch
 import Foundation
 import PerchChat

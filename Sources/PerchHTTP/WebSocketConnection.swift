@@ -79,7 +79,7 @@ final class WebSocketConnection: UpgradedConnection, @unchecked Sendable {
     /// until the client reads: a client that does not read holds at most this much of the server's
     /// memory (and one answer in progress). One that stays so, reading nothing, is closed by the
     /// heartbeat (it stops being read from too, so it is not heard).
-    static let outboxLimit = 1 << 20
+    static let outboxLimit = 256 << 10
     /// What the outbox keeps of its capacity once it is empty: a socket that once held a lot lets
     /// it go when it has sent it.
     static let keptOutboxCapacity = 64 << 10

@@ -39,6 +39,12 @@ public final class SQLiteChatStore: ChatStore {
     /// The writer connection's page cache (`PRAGMA cache_size`), in KiB.
     static let writerCacheKiB = 4_096
 
+    /// Reader connections kept open between reads, at most. A burst of concurrent reads opens as
+    /// many as it needs; those past this many are closed when their read ends, so their page caches
+    /// (up to 2 MiB each) and statements go back once the burst has passed (a hundred clients
+    /// reading at once no longer leave a hundred connections behind).
+    static let idleReaderLimit = 16
+
     /// Opens (creating when absent) the database at `path`.
     /// - Throws: ``StoreOpenError`` for a newer schema, a file that is not a Perch database, or a
     ///   damaged file; the file is never modified in those cases.
@@ -141,9 +147,13 @@ public final class SQLiteChatStore: ChatStore {
     }
 
     /// A read transaction on a pooled reader connection, on this thread.
-    private func reading<T>(_ body: (SQLiteTransaction) throws -> T) throws -> T {
+    func reading<T>(_ body: (SQLiteTransaction) throws -> T) throws -> T {
         let box = try checkoutReader()
-        defer { readers.withLock { $0.append(box) } }
+        defer {
+            readers.withLock { idle in
+                if idle.count < Self.idleReaderLimit { idle.append(box) }
+            }
+        }
         let db = box.connection
         try db.run("BEGIN")
         defer { _ = try? db.run("COMMIT") }
@@ -183,6 +193,9 @@ public final class SQLiteChatStore: ChatStore {
         memberships.invalidate()
         return nil
     }
+
+    /// Reader connections open and idle now (at most ``idleReaderLimit``).
+    var idleReaders: Int { readers.withLock { $0.count } }
 
     private func checkoutReader() throws -> ConnectionBox {
         if let box = readers.withLock({ $0.popLast() }) { return box }

@@ -93,6 +93,7 @@ public enum RunCommand {
                     heartbeat: .seconds(config.server.heartbeatSeconds), maximumStreams: config.server.maxStreams,
                     idleTimeout: .seconds(config.server.idleTimeoutSeconds),
                     headTimeout: .seconds(config.server.headerTimeoutSeconds),
+                    bodyTimeout: .seconds(config.server.bodyTimeoutSeconds),
                     connectionsPerClient: config.server.maxConnectionsPerClient,
                     metricsText: { [metrics = host.metrics] in metrics.prometheusText },
                     refused: { [metrics = host.metrics] reason in

@@ -39,7 +39,9 @@ let serverLog: MHD_LogCallback = { context, format, arguments in
     let message = String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
         .trimmingCharacters(in: .whitespacesAndNewlines)
     guard !message.isEmpty else { return }
-    Unmanaged<ServerContext>.fromOpaque(context).takeUnretainedValue().log(message)
+    let serverContext = Unmanaged<ServerContext>.fromOpaque(context).takeUnretainedValue()
+    guard !serverContext.isAboutClosingOnPurpose(message) else { return }
+    serverContext.log(message)
 }
 
 let accessHandler: MHD_AccessHandlerCallback = {
@@ -54,6 +56,7 @@ let accessHandler: MHD_AccessHandlerCallback = {
     if !state.screened {
         // The head is in and no byte of the body is read yet.
         state.screened = true
+        state.headAt = DispatchTime.now().uptimeNanoseconds
         if let refusal = RequestScreen.refusal(
             connection, rawURI: state.rawURI, maximumBodyBytes: server.maximumBodyBytes)
         {
@@ -62,6 +65,13 @@ let accessHandler: MHD_AccessHandlerCallback = {
         return .YES
     }
     if uploadSize.pointee > 0 {
+        state.received += uploadSize.pointee
+        if server.bodyIsLate(startedAt: state.headAt, received: state.received) {
+            // libmicrohttpd takes no answer in the middle of a body: the connection is closed.
+            server.refused("body_timeout")
+            Unmanaged<ServerContext>.fromOpaque(context).takeUnretainedValue().closingConnectionOnPurpose()
+            return .NO
+        }
         if !state.tooLarge, let uploadData {
             if state.body.count + uploadSize.pointee > server.maximumBodyBytes {
                 state.tooLarge = true
@@ -122,6 +132,9 @@ let upgradeHandler: MHD_UpgradeHandler = { context, _, requestContext, extra, ex
 }
 
 let completedHandler: MHD_RequestCompletedCallback = { context, _, requestContext, _ in
+    if let context {
+        _ = Unmanaged<ServerContext>.fromOpaque(context).takeUnretainedValue().isAboutClosingOnPurpose(nil)
+    }
     guard let requestContext, let pointer = requestContext.pointee else { return }
     let state = Unmanaged<RequestState>.fromOpaque(pointer).takeRetainedValue()
     requestContext.pointee = nil

@@ -17,6 +17,11 @@ public final class HTTPServer: Sendable {
 
     let handler: Handler
     let maximumBodyBytes: Int
+    /// A body's time, from its head (nanoseconds); each ``minimumBodyRate`` bytes received add a
+    /// second.
+    let bodyTimeoutNanoseconds: UInt64
+    /// Counts a refusal by its reason (`perch_http_connections_refused_total`).
+    let refused: @Sendable (_ reason: String) -> Void
     let heartbeat: Duration
     public let maximumStreams: Int
     private let daemon: Lock<DaemonBox?> = Lock(nil)
@@ -32,12 +37,18 @@ public final class HTTPServer: Sendable {
     /// Connections beyond the streams' for requests that are not streams.
     public static let requestReserve = 64
 
+    /// The slowest a body may come, in bytes a second, past its first `bodyTimeout`.
+    public static let minimumBodyRate = 1_024
+
     /// Starts listening on `host:port` (port 0 picks a free one). A connection that sends nothing
     /// for `idleTimeout` (a keep-alive connection between requests, or a client stalled in the
     /// middle of one) is closed, so idle clients do not hold the connections and their threads;
     /// a stream is never idle (it sends at least a heartbeat), and a WebSocket is the socket's own.
     /// A new connection's first request must send its head within `headTimeout`, and one client
-    /// address may hold `connectionsPerClient` connections (``ConnectionGate``); `metricsText`
+    /// address may hold `connectionsPerClient` connections (``ConnectionGate``). A request's body
+    /// must be in within `bodyTimeout` of its head, plus a second for each ``minimumBodyRate``
+    /// bytes received (Apache's `RequestReadTimeout body=…,MinRate=…`): a body sent a byte at a
+    /// time, each just inside the idle timeout, is cut off (the connection closed). `metricsText`
     /// answers `/metrics` when every connection is taken, and `refused` counts the gate's refusals
     /// by reason. libmicrohttpd's own messages (a write to a connection that failed) go to `log`,
     /// one line each, so that they reach the host's log in its format.
@@ -45,13 +56,17 @@ public final class HTTPServer: Sendable {
     public init(
         host: String, port: UInt16, maximumBodyBytes: Int, heartbeat: Duration = .seconds(15),
         maximumStreams: Int = 1_000, idleTimeout: Duration = .seconds(60), headTimeout: Duration = .seconds(10),
-        connectionsPerClient: Int = 512, metricsText: (@Sendable () -> String)? = nil,
+        bodyTimeout: Duration = .seconds(30), connectionsPerClient: Int = 512,
+        metricsText: (@Sendable () -> String)? = nil,
         refused: @escaping @Sendable (_ reason: String) -> Void = { _ in },
         log: @escaping @Sendable (String) -> Void = { FileHandle.standardError.write(Data(($0 + "\n").utf8)) },
         handler: @escaping Handler
     ) throws {
         self.handler = handler
         self.maximumBodyBytes = maximumBodyBytes
+        let (seconds, attoseconds) = bodyTimeout.components
+        bodyTimeoutNanoseconds = UInt64(clamping: seconds) &* 1_000_000_000 &+ UInt64(attoseconds / 1_000_000_000)
+        self.refused = refused
         self.heartbeat = heartbeat
         self.maximumStreams = max(1, maximumStreams)
         let box = ServerContext(log: log)
@@ -110,6 +125,13 @@ public final class HTTPServer: Sendable {
     }
 
     deinit { stop() }
+
+    /// Whether a body whose head came at `startedAt` (uptime nanoseconds) and of which `received`
+    /// bytes are in has had its time.
+    func bodyIsLate(startedAt: UInt64, received: Int) -> Bool {
+        let allowed = bodyTimeoutNanoseconds &+ UInt64(received / Self.minimumBodyRate) &* 1_000_000_000
+        return DispatchTime.now().uptimeNanoseconds &- startedAt > allowed
+    }
 
     /// Runs the async handler for a complete request on the connection's thread: its task prefers
     /// an executor that runs its jobs right here, so a request crosses no thread unless it awaits

@@ -13,10 +13,35 @@ final class ServerContext: Sendable {
     private let streams = Lock<[ObjectIdentifier: any FinishableConnection]?>([:])
     /// Upgraded connections whose loops still run, even after ``stopStreams()``.
     private let upgrades = Lock(0)
+    /// The threads whose connection the access handler is closing on purpose (a late body), by
+    /// `pthread_self()`: libmicrohttpd then logs that the application reported an internal error,
+    /// which it did not.
+    private let closingOnPurpose = Lock(Set<UInt>())
+
+    /// libmicrohttpd's line after an access handler answered `MHD_NO`.
+    static let closedByHandler = "Application reported internal error, closing connection."
 
     init(log: @escaping @Sendable (String) -> Void) { self.log = log }
 
     var hasOpenUpgrades: Bool { upgrades.withLock { $0 > 0 } }
+
+    /// Called by the access handler on the connection's thread right before it answers `MHD_NO`
+    /// to close a connection on purpose: libmicrohttpd's line about it is not logged.
+    func closingConnectionOnPurpose() {
+        _ = closingOnPurpose.withLock { $0.insert(UInt(pthread_self())) }
+    }
+
+    /// Whether libmicrohttpd's `message`, logged on this thread, is the one about a connection the
+    /// handler closed on purpose (it is then not logged). Called for every message, and when the
+    /// request completes (`message` nil), which forgets the thread's mark.
+    func isAboutClosingOnPurpose(_ message: String?) -> Bool {
+        let thread = UInt(pthread_self())
+        return closingOnPurpose.withLock { threads in
+            guard threads.contains(thread), message == nil || message == Self.closedByHandler else { return false }
+            threads.remove(thread)
+            return message != nil
+        }
+    }
 
     /// Counts an upgraded connection's loop in (true) or out.
     func upgrade(running: Bool) {
@@ -71,6 +96,9 @@ final class RequestState {
     var rawURI = ""
     /// Whether its head passed ``RequestScreen`` (the access handler's first call).
     var screened = false
+    /// When the head was in (uptime nanoseconds), and the body's bytes received since.
+    var headAt: UInt64 = 0
+    var received = 0
     var body: [UInt8] = []
     var tooLarge = false
     /// The request's executor, with the jobs its work queued for this thread, run once the

@@ -47,6 +47,7 @@ import Testing
             server:
               listen: 127.0.0.1:9090
               apiKey: ${NEW}
+              bodyTimeoutSeconds: 9
             limits: {botHops: 5, pinsPerConversation: 7}
             features: {save: false}
             strings: {THREAD_SUBSCRIBE: Follow}
@@ -55,7 +56,9 @@ import Testing
         let waiting = next.settingsNeedingRestart(comparedWith: started).map(\.description)
         #expect(
             waiting == [
-                "server.listen (127.0.0.1:8080 → 127.0.0.1:9090)", "server.apiKey", "features.save (true → false)",
+                "server.listen (127.0.0.1:8080 → 127.0.0.1:9090)", "server.apiKey",
+                "server.bodyTimeoutSeconds (30 → 9)",
+                "features.save (true → false)",
                 "limits.pinsPerConversation (100 → 7)", "ui.threadSubscription.hideButton (false → true)", "strings",
             ])
         #expect(!waiting.joined().contains("s3cret"))

@@ -53,6 +53,34 @@ import Testing
         }
     }
 
+    /// A body sent a byte at a time, each well inside the idle timeout, is cut off once its time
+    /// (the body timeout, and a second a KiB) is over; one that comes at a decent pace is not.
+    @Test func aBodyThatTricklesIsCutOffAndOneThatFlowsIsNot() async throws {
+        try await withHTTPChat(bodyTimeout: .seconds(1)) { http in
+            let port = http.server.port
+            let body = #"{"receiver":"room","receiverType":"group","data":{"text":"trickled"}}"#
+            let head =
+                "POST /v3/messages HTTP/1.1\r\nHost: 127.0.0.1\r\napikey: \(apiKey)\r\n"
+                + "onBehalfOf: carol\r\nContent-Type: application/json\r\nContent-Length: \(body.utf8.count)\r\n\r\n"
+            let (answer, elapsed) = try await onThread { () throws -> (String, Double) in
+                let started = Date()
+                let pieces = [Array(head.utf8)] + body.utf8.prefix(10).map { [$0] }
+                let answer = try rawExchange(port: port, pieces: pieces, pause: 300_000, timeout: 10)
+                return (answer, Date().timeIntervalSince(started))
+            }
+            #expect(answer.isEmpty, "\(answer)")
+            #expect(elapsed < 8)
+            #expect(
+                http.chat.host.metrics.prometheusText.contains(
+                    #"perch_http_connections_refused_total{reason="body_timeout"} 1"#))
+            let flowing = try await onThread { () throws -> String in
+                let pieces = [Array(head.utf8), Array(body.utf8.prefix(30)), Array(body.utf8.dropFirst(30))]
+                return try rawExchange(port: port, pieces: pieces, pause: 300_000, timeout: 10)
+            }
+            #expect(flowing.hasPrefix("HTTP/1.1 200"), "\(flowing)")
+        }
+    }
+
     /// What libmicrohttpd would refuse in HTML, refused in the API's JSON.
     @Test(arguments: [
         ("GET / HTTP/2.0\r\nHost: 127.0.0.1\r\n\r\n", 505, "version"),

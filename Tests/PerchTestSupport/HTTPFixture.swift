@@ -85,8 +85,8 @@ public struct HTTPChat: Sendable {
 public func withHTTPChat(
     bots: [String: String] = [:], maximumBody: Int = 64 * 1024, messagesPerMinute: Int = 0, web: WebSettings? = nil,
     maximumStreams: Int = 1_000, heartbeat: Duration = .seconds(1), socketHeartbeat: Duration = .seconds(15),
-    idleTimeout: Duration = .seconds(60), headTimeout: Duration = .seconds(10), connectionsPerClient: Int = 512,
-    hostNames: [String] = [],
+    idleTimeout: Duration = .seconds(60), headTimeout: Duration = .seconds(10), bodyTimeout: Duration = .seconds(30),
+    connectionsPerClient: Int = 512, hostNames: [String] = [],
     registry: PluginRegistry = .standard, executor: (any TaskExecutor)? = nil,
     _ body: (HTTPChat) async throws -> Void
 )
@@ -102,7 +102,11 @@ public func withHTTPChat(
         let server = try HTTPServer(
             host: "127.0.0.1", port: 0, maximumBodyBytes: max(maximumBody, 32 * 1024), heartbeat: heartbeat,
             maximumStreams: maximumStreams, idleTimeout: idleTimeout, headTimeout: headTimeout,
-            connectionsPerClient: connectionsPerClient, metricsText: { chat.host.metrics.prometheusText }
+            bodyTimeout: bodyTimeout, connectionsPerClient: connectionsPerClient,
+            metricsText: { chat.host.metrics.prometheusText },
+            refused: { reason in
+                chat.host.metrics.increment("perch_http_connections_refused_total", ["reason": reason])
+            }
         ) {
             await api.respond(to: $0)
         }
@@ -267,13 +271,24 @@ public func onThread<T: Sendable, E: Error>(_ body: @escaping @Sendable () throw
 /// the answer until it is whole (its head and its `Content-Length`), the server closes the
 /// connection, or `timeout` passes; the answer's text (status line, headers and body).
 public func rawExchange(port: UInt16, _ request: [UInt8], timeout: TimeInterval = 5) throws -> String {
+    try rawExchange(port: port, pieces: [request], pause: 0, timeout: timeout)
+}
+
+/// ``rawExchange(port:_:timeout:)`` of a request sent in `pieces`, `pause` microseconds apart (a slow
+/// client); a piece the server no longer takes (it closed the connection) ends the sending.
+public func rawExchange(port: UInt16, pieces: [[UInt8]], pause: UInt32, timeout: TimeInterval = 5) throws -> String {
     let descriptor = try connectLoopback(port: port)
     defer { close(descriptor) }
-    var written = 0
-    while written < request.count {
-        let count = request[written...].withUnsafeBytes { send(descriptor, $0.baseAddress, $0.count, 0) }
-        guard count > 0 else { break }
-        written += count
+    sending: for (index, piece) in pieces.enumerated() {
+        if index > 0 { usleep(pause) }
+        var written = 0
+        while written < piece.count {
+            let count = piece[written...].withUnsafeBytes {
+                send(descriptor, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL))
+            }
+            guard count > 0 else { break sending }
+            written += count
+        }
     }
     var answer: [UInt8] = []
     let deadline = Date().addingTimeInterval(timeout)

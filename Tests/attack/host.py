@@ -29,6 +29,7 @@ server:
   webDirectory: {root}/web
   maxStreams: {max_streams}
   headerTimeoutSeconds: 3
+  bodyTimeoutSeconds: 3
   maxBodyBytes: 65536
 seed:
   users:

@@ -108,6 +108,25 @@ class ConnectionExhaustionAttacks(AttackCase):
         self.assertIn('"code":"ERR_BAD_REQUEST"', answer)
 
 
+    def test_a_body_sent_a_byte_at_a_time_is_cut_off(self):
+        with socket.create_connection(("127.0.0.1", self.host.port), timeout=15) as connection:
+            connection.sendall(self.head("Content-Type: application/json\r\nContent-Length: 200\r\n",
+                                         method="POST", path="/v3/messages").encode())
+            started = time.time()
+            closed = False
+            while time.time() - started < 15 and not closed:
+                try:
+                    connection.sendall(b" ")
+                    connection.settimeout(1)
+                    closed = connection.recv(4096) == b""
+                except socket.timeout:
+                    pass
+                except (BrokenPipeError, ConnectionResetError):
+                    closed = True
+        self.assertTrue(closed)
+        self.assertLess(time.time() - started, 8)
+
+
 class NonReadingClientAttacks(AttackCase):
     def test_clients_that_do_not_read_hold_bounded_memory_which_returns_when_they_leave(self):
         for index in range(60):

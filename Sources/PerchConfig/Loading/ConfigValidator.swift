@@ -62,6 +62,7 @@ struct ConfigValidator {
         range("server.idleTimeoutSeconds", config.server.idleTimeoutSeconds, 1...86_400)
         range("server.heartbeatSeconds", config.server.heartbeatSeconds, 1...3_600)
         range("server.headerTimeoutSeconds", config.server.headerTimeoutSeconds, 1...600)
+        range("server.bodyTimeoutSeconds", config.server.bodyTimeoutSeconds, 1...3_600)
         range("server.maxConnectionsPerClient", config.server.maxConnectionsPerClient, 1...1_000_000)
         range("storage.eventRetentionDays", config.storage.eventRetentionDays, 0...3_650)
         range("limits.pinsPerConversation", config.limits.pinsPerConversation, 1...10_000)

@@ -110,6 +110,10 @@ public struct ServerConfiguration: Decodable, Sendable {
     /// `headerTimeoutSeconds` (default 10): how long a new connection may take to send its first
     /// request's head; it waits for it off libmicrohttpd's threads, and is answered 408 then.
     public var headerTimeoutSeconds: Int = 10
+    /// `bodyTimeoutSeconds` (default 30): how long a request's body may take after its head, plus
+    /// a second for each KiB received (so a large upload on a slow link goes on); past it the
+    /// connection is closed.
+    public var bodyTimeoutSeconds: Int = 30
     /// `maxConnectionsPerClient` (default 512): the connections one client address may hold open
     /// (requests, event streams, WebSockets); past it, 429. `/healthz`, `/readyz` and `/metrics`
     /// are answered whatever it holds. Behind a reverse proxy every client is the proxy's address:
@@ -126,6 +130,7 @@ public struct ServerConfiguration: Decodable, Sendable {
     enum CodingKeys: String, CodingKey {
         case listen, dataDirectory, apiKey, maxBodyBytes, maxUploadBytes, devSignIn, uploadTypes, webDirectory
         case maxStreams, idleTimeoutSeconds, heartbeatSeconds, hostNames, headerTimeoutSeconds, maxConnectionsPerClient
+        case bodyTimeoutSeconds
     }
 
     public init(from decoder: any Decoder) throws {
@@ -146,6 +151,7 @@ public struct ServerConfiguration: Decodable, Sendable {
             try c.decodeIfPresent(Int.self, forKey: .headerTimeoutSeconds) ?? headerTimeoutSeconds
         maxConnectionsPerClient =
             try c.decodeIfPresent(Int.self, forKey: .maxConnectionsPerClient) ?? maxConnectionsPerClient
+        bodyTimeoutSeconds = try c.decodeIfPresent(Int.self, forKey: .bodyTimeoutSeconds) ?? bodyTimeoutSeconds
     }
 
     /// The host and port of ``listen``, or nil when it is not `host:port`.

@@ -96,7 +96,7 @@ let brokenCases: [BrokenCase] = [
         "config.yaml:2:1: error: feautres: unknown key 'feautres'; did you mean 'features'?"),
     .config(
         "unknown key without suggestion", "version: 1\ncolour: red\n",
-        "config.yaml:2:1: error: colour: unknown key 'colour' (known keys: backend, botsDirectory, features, limits, notifications, seed, server, storage, strings, ui, version)"
+        "config.yaml:2:1: error: colour: unknown key 'colour' (known keys: backend, botsDirectory, features, limits, matrix, notifications, seed, server, storage, strings, ui, version)"
     ),
     .config(
         "nested unknown key", "version: 1\nui:\n  threadSubscription:\n    enable: false\n",
@@ -121,7 +121,7 @@ let brokenCases: [BrokenCase] = [
         "config.yaml:4:7: error: seed.users[0]: missing required key 'name'"),
     .config(
         "unknown choice with suggestion", "version: 1\nbackend: embeded\n",
-        "config.yaml:2:10: error: backend: unknown value 'embeded'; did you mean 'embedded'? (expected one of: embedded)"
+        "config.yaml:2:10: error: backend: unknown value 'embeded'; did you mean 'embedded'? (expected one of: embedded, matrix)"
     ),
     .config(
         "unknown notification option", "version: 1\nnotifications:\n  group:\n    messages: SUBSCRIBE_ALL\n",

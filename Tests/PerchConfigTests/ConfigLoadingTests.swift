@@ -458,7 +458,7 @@ import Testing
                 if block.contains("x-preferences") {
                     #expect(
                         findings == [
-                            "config.yaml:3:1: error: x-preferences: unknown key 'x-preferences' (known keys: backend, botsDirectory, features, limits, notifications, seed, server, storage, strings, ui, version)"
+                            "config.yaml:3:1: error: x-preferences: unknown key 'x-preferences' (known keys: backend, botsDirectory, features, limits, matrix, notifications, seed, server, storage, strings, ui, version)"
                         ])
                 } else {
                     #expect(findings == [], "example:\n\(block)")

@@ -28,17 +28,39 @@ struct BotValidator {
         self.bots = bots
         self.swiftPlugins = swiftPlugins
         self.programs = programs
-        knownGroups = Set(config.seed.groups.map(\.guid))
-        knownUsers = Set(config.seed.users.map(\.uid) + bots.map(\.bot.user.uid))
-        groupsUnreadable = configRefused.covers("seed.groups")
-        usersUnreadable = configRefused.covers("seed.users")
+        switch config.backend {
+        case .embedded:
+            knownGroups = Set(config.seed.groups.map(\.guid))
+            knownUsers = Set(config.seed.users.map(\.uid) + bots.map(\.bot.user.uid))
+            groupsUnreadable = configRefused.covers("seed.groups")
+            usersUnreadable = configRefused.covers("seed.users")
+        case .matrix:
+            knownGroups = Set(config.matrix.rooms.keys)
+            knownUsers = Set(bots.map(\.bot.user.uid))
+            groupsUnreadable = configRefused.covers("matrix.rooms")
+            usersUnreadable = false
+        }
     }
 
-    /// Whether `guid` is a seeded group (any is when `seed.groups` could not be read).
+    /// Whether `guid` is a group of the backend: a seeded group, or a room of `matrix.rooms` (any is
+    /// when that list could not be read).
     func isKnownGroup(_ guid: String) -> Bool { groupsUnreadable || knownGroups.contains(guid) }
 
-    /// Whether `uid` is a seeded user or a bot (any is when `seed.users` could not be read).
-    func isKnownUser(_ uid: String) -> Bool { usersUnreadable || knownUsers.contains(uid) }
+    /// Whether `uid` is a person or a bot: a seeded user or a bot on the embedded backend (any when
+    /// `seed.users` could not be read), a Matrix id or a bot on Matrix.
+    func isKnownUser(_ uid: String) -> Bool {
+        usersUnreadable || knownUsers.contains(uid)
+            || (config.backend == .matrix && MatrixConfiguration.isUserID(uid))
+    }
+
+    /// Where the groups a bot names must be, said in a finding.
+    var groupsPlace: String { config.backend == .matrix ? "not in matrix.rooms" : "not in seed.groups" }
+
+    /// What the users a bot names must be, said in a finding.
+    var usersPlace: String {
+        config.backend == .matrix
+            ? "not a Matrix id like @alice:example.org, and not a bot" : "not seeded and not a bot"
+    }
 
     mutating func error(_ bot: LoadedBot, _ path: String, _ message: String) {
         guard !bot.refused.covers(path) else { return }
@@ -93,10 +115,11 @@ struct BotValidator {
             for (index, group) in bot.groups.enumerated() where !isKnownGroup(group.guid) {
                 error(
                     loaded, "groups[\(index)]",
-                    unknown("group", group.guid, among: knownGroups, where: "not in seed.groups"))
+                    unknown("group", group.guid, among: knownGroups, where: groupsPlace))
             }
             validateRateLimit(loaded)
             validatePlugins(loaded)
+            if config.backend == .matrix { validateForMatrix(loaded) }
             var ruleNames: [String: String] = [:]
             for (index, rule) in bot.rules.enumerated() {
                 validateRule(loaded, index)
@@ -242,7 +265,7 @@ struct BotValidator {
             for (position, uid) in uids.enumerated() where !isKnownUser(uid) {
                 error(
                     loaded, item(loaded, path + ".on.mention", position),
-                    unknown("user", uid, among: knownUsers, where: "not seeded and not a bot"))
+                    unknown("user", uid, among: knownUsers, where: usersPlace))
             }
         case .schedule(let cron, let target, let zone):
             do { _ = try CronExpression(cron) } catch { self.error(loaded, path + ".on.schedule", error.description) }
@@ -254,11 +277,11 @@ struct BotValidator {
             switch target {
             case .group(let guid) where !isKnownGroup(guid):
                 error(
-                    loaded, path + ".on.group", unknown("group", guid, among: knownGroups, where: "not in seed.groups"))
+                    loaded, path + ".on.group", unknown("group", guid, among: knownGroups, where: groupsPlace))
             case .user(let uid) where !isKnownUser(uid):
                 error(
                     loaded, path + ".on.user",
-                    unknown("user", uid, among: knownUsers, where: "not seeded and not a bot"))
+                    unknown("user", uid, among: knownUsers, where: usersPlace))
             default: break
             }
         case .webhook(let name, let target, let secret):
@@ -271,11 +294,11 @@ struct BotValidator {
             switch target {
             case .group(let guid)? where !isKnownGroup(guid):
                 error(
-                    loaded, path + ".on.group", unknown("group", guid, among: knownGroups, where: "not in seed.groups"))
+                    loaded, path + ".on.group", unknown("group", guid, among: knownGroups, where: groupsPlace))
             case .user(let uid)? where !isKnownUser(uid):
                 error(
                     loaded, path + ".on.user",
-                    unknown("user", uid, among: knownUsers, where: "not seeded and not a bot"))
+                    unknown("user", uid, among: knownUsers, where: usersPlace))
             default: break
             }
         default:
@@ -285,12 +308,12 @@ struct BotValidator {
         for (position, guid) in (conditions.groups ?? []).enumerated() where !isKnownGroup(guid) {
             error(
                 loaded, item(loaded, path + ".when.groups", position),
-                unknown("group", guid, among: knownGroups, where: "not in seed.groups"))
+                unknown("group", guid, among: knownGroups, where: groupsPlace))
         }
         for (position, uid) in (conditions.from ?? []).enumerated() where !isKnownUser(uid) {
             error(
                 loaded, item(loaded, path + ".when.from", position),
-                unknown("user", uid, among: knownUsers, where: "not seeded and not a bot"))
+                unknown("user", uid, among: knownUsers, where: usersPlace))
         }
         if trigger != nil { neverFires(loaded, rule, at: path) }
         var captures: Set<String> = []

@@ -71,7 +71,8 @@ struct ConfigValidator {
         range("limits.botHops", config.limits.botHops, 0...20)
         range("limits.messagesPerMinute", config.limits.messagesPerMinute, 0...100_000)
         validateStrings()
-        validateSeed()
+        if config.backend == .embedded { validateSeed() }
+        validateMatrix()
         return findings
     }
 

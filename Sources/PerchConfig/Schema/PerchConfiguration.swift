@@ -14,6 +14,8 @@ public struct PerchConfiguration: Decodable, Sendable {
     public var server: ServerConfiguration
     /// `backend` (default `embedded`): the chat service the bots talk to.
     public var backend: Backend
+    /// `matrix`: the homeserver, the bots' accounts and the rooms, for `backend: matrix`.
+    public var matrix: MatrixConfiguration
     /// `storage`: how durable the embedded store is.
     public var storage: StorageConfiguration
     /// `features`: the per-app gates of pins and saves.
@@ -32,7 +34,8 @@ public struct PerchConfiguration: Decodable, Sendable {
     public var botsDirectory: String
 
     enum CodingKeys: String, CodingKey {
-        case version, server, backend, storage, features, limits, notifications, ui, strings, seed, botsDirectory
+        case version, server, backend, matrix, storage, features, limits, notifications, ui, strings, seed
+        case botsDirectory
     }
 
     public init(from decoder: any Decoder) throws {
@@ -40,6 +43,7 @@ public struct PerchConfiguration: Decodable, Sendable {
         version = try c.decode(Int.self, forKey: .version)
         server = try c.decodeIfPresent(ServerConfiguration.self, forKey: .server) ?? ServerConfiguration()
         backend = try c.decodeIfPresent(Backend.self, forKey: .backend) ?? .embedded
+        matrix = try c.decodeIfPresent(MatrixConfiguration.self, forKey: .matrix) ?? MatrixConfiguration()
         storage = try c.decodeIfPresent(StorageConfiguration.self, forKey: .storage) ?? StorageConfiguration()
         features = try c.decodeIfPresent(Features.self, forKey: .features) ?? Features()
         limits = try c.decodeIfPresent(Limits.self, forKey: .limits) ?? Limits()
@@ -56,6 +60,7 @@ public struct PerchConfiguration: Decodable, Sendable {
         self.version = version
         server = ServerConfiguration()
         backend = .embedded
+        matrix = MatrixConfiguration()
         storage = StorageConfiguration()
         features = Features()
         limits = Limits()
@@ -68,7 +73,10 @@ public struct PerchConfiguration: Decodable, Sendable {
 }
 
 public enum Backend: String, Decodable, Sendable, CaseIterable {
+    /// Perch's own chat service (SQLite, the HTTP API, the web chat).
     case embedded
+    /// A Matrix homeserver (`matrix:`): the bots live in its rooms.
+    case matrix
 }
 
 public struct ServerConfiguration: Decodable, Sendable {

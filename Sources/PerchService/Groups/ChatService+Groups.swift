@@ -322,11 +322,14 @@ extension ChatService {
     static func memberEvent(
         _ tx: any ChatWriteTransaction, _ name: EventName, group: Group, uid: String,
         actor: String, scope: GroupMemberScope? = nil, oldScope: GroupMemberScope? = nil, at time: Int64,
-        alsoTo extra: String? = nil
+        alsoTo extra: String? = nil, excludedSession: String? = nil
     ) throws {
         let change = MemberChange(guid: group.guid, uid: uid, actor: actor, scope: scope, oldScope: oldScope)
         let event = ChatEvent(name: name, conversationId: group.conversationId, createdAt: time, member: change)
-        _ = try tx.appendEvent(event, audience: EventAudience(group: group.guid, users: extra.map { [$0] } ?? []))
+        _ = try tx.appendEvent(
+            event,
+            audience: EventAudience(
+                group: group.guid, users: extra.map { [$0] } ?? [], excludedSession: excludedSession))
         // Like CometChat, the conversation keeps an action message of the change ("dave joined").
         var data: [String: JSONValue] = [
             "action": .string(Self.actionVerb(name)), "on": .string(uid), "by": .string(actor),

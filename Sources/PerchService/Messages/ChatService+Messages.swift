@@ -199,16 +199,7 @@ extension ChatService {
             let actor = try Self.participation(tx, uid: deleter, towards: message)
             let quotes = message.isDeleted ? 0 : try tx.liveQuoteReplyCount(of: id)
             try MessageRules.checkDelete(message, id: id, by: actor, liveQuoteReplies: quotes)
-            message.deletedAt = now
-            message.deletedBy = deleter
-            message.updatedAt = now
-            message.text = nil
-            message.data = nil
-            message.attachments = []
-            message.metadata = nil
-            message.mentionedUids = []
-            message.pinnedAt = 0
-            message.pinnedBy = ""
+            Self.clearForDelete(&message, by: deleter, at: now)
             try tx.updateMessage(message)
             if message.isReply { try tx.adjustReplyCount(of: message.parentMessageId, by: -1, updatedAt: now) }
             try Self.afterDelete(tx, message, at: now)
@@ -262,6 +253,21 @@ extension ChatService {
             copy.quotedMessage = MessagePreview(original)
         }
         return copy
+    }
+
+    /// A deleted message as it is kept: who deleted it and when, its content cleared and its pin
+    /// gone.
+    static func clearForDelete(_ message: inout Message, by deleter: String, at now: Int64) {
+        message.deletedAt = now
+        message.deletedBy = deleter
+        message.updatedAt = now
+        message.text = nil
+        message.data = nil
+        message.attachments = []
+        message.metadata = nil
+        message.mentionedUids = []
+        message.pinnedAt = 0
+        message.pinnedBy = ""
     }
 
     /// What else a delete touches: its saves and reactions go (a deleted message leaves nothing

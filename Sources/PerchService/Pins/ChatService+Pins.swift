@@ -160,12 +160,14 @@ extension ChatService {
     /// Appends a conversation-wide event about `message` (and the reaction it is about).
     static func announce(
         _ tx: any ChatWriteTransaction, _ name: EventName, _ message: Message, reaction: Reaction? = nil,
-        by actor: String? = nil, at now: Int64
+        by actor: String? = nil, at now: Int64, excludedSession: String? = nil
     ) throws {
         let event = ChatEvent(
             name: name, conversationId: message.conversationId, createdAt: now, message: try decorateLive(tx, message),
             reaction: reaction, actor: actor)
-        _ = try tx.appendEvent(event, audience: audience(of: message))
+        var audience = audience(of: message)
+        audience.excludedSession = excludedSession
+        _ = try tx.appendEvent(event, audience: audience)
     }
 
     /// Appends an event of `uid`'s doing for that user's sessions, leaving out the session that

@@ -454,8 +454,12 @@ extension PerchAPI {
     func ready() async -> HTTPResponse {
         let storeOpen = (try? await service.store.latestEventSequence()) != nil
         let hostRunning = await host?.state ?? .running
-        guard storeOpen, hostRunning == .running else {
-            return .json(503, #"{"ready":false,"store":\#(storeOpen),"bots":"\#(hostRunning)"}"#)
+        let reason = await host?.notReadyReason()
+        guard storeOpen, hostRunning == .running, reason == nil else {
+            return .json(
+                503,
+                #"{"ready":false,"store":\#(storeOpen),"bots":"\#(hostRunning)","reason":\#(JSONWriter.quoted(reason ?? "the store is closed"))}"#
+            )
         }
         return .json(200, #"{"ready":true}"#)
     }

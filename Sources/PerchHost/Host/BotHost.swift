@@ -49,6 +49,9 @@ public actor BotHost {
         /// Posts to the plugins reached over HTTP (`url:`); nil: a bot with one does not load.
         /// `perch` gives `PerchHTTPClient`'s `URLSessionPluginClient`.
         public var httpClient: (any PluginHTTPClient)?
+        /// The chat server the bots live on (config.yaml's `backend`): the embedded service, or a
+        /// connector that mirrors another server into the store (`PerchMatrix`).
+        public var backend: any ChatBackend
 
         public init(
             dataDirectory: String? = nil, clock: any ChatClock = SystemClock(), logger: HostLogger = HostLogger(),
@@ -56,8 +59,10 @@ public actor BotHost {
             schedulesFromTimer: Bool = true, consumeEvents: Bool = true,
             willSend: (@Sendable (_ bot: String, _ draft: MessageDraft) -> Void)? = nil,
             didSend: (@Sendable (_ bot: String, _ message: Message) -> Void)? = nil,
-            executor: (any TaskExecutor)? = nil, httpClient: (any PluginHTTPClient)? = nil
+            executor: (any TaskExecutor)? = nil, httpClient: (any PluginHTTPClient)? = nil,
+            backend: any ChatBackend = EmbeddedBackend()
         ) {
+            self.backend = backend
             self.httpClient = httpClient
             self.willSend = willSend
             self.didSend = didSend
@@ -159,31 +164,13 @@ public actor BotHost {
         storageFiles.withLock { $0 = path }
         metrics.set("perch_build_info", ["version": PerchVersion.current], to: 1)
         metrics.set("perch_start_time_seconds", to: Date().timeIntervalSince1970.rounded())
-        try await seed(config, service)
-        logger.info(
-            "seed applied", ["users": String(config.seed.users.count), "groups": String(config.seed.groups.count)])
+        try await options.backend.prepare(config, service: service, logger: logger)
         try await install(configuration, service: service)
+        if options.consumeEvents { try await options.backend.start(host: self, service: service) }
         if options.schedulesFromTimer { startScheduler() }
         if options.schedulesFromTimer, options.consumeEvents { startRetention() }
         state = .running
         logger.info("ready", ["bots": String(roster.count)])
-    }
-
-    /// Creates the seed users and groups when absent, and applies a seeded membership when the seed
-    /// names it for the first time or with a new scope (a leave or kick since is kept).
-    func seed(_ config: PerchConfiguration, _ service: ChatService) async throws {
-        for user in config.seed.users {
-            _ = try await service.ensureUser(uid: user.uid, name: user.name, role: user.role ?? User.defaultRole)
-        }
-        for group in config.seed.groups {
-            _ = try await service.ensureGroup(
-                guid: group.guid, name: group.name, type: group.type ?? .public,
-                owner: group.owner)
-            for member in group.members ?? [] {
-                try await service.ensureSeededMember(
-                    guid: group.guid, uid: member.uid, scope: member.scope ?? .participant)
-            }
-        }
     }
 
     /// Compiles the bots, creates their users and memberships, swaps them in and (re)starts consumers.
@@ -222,7 +209,7 @@ public actor BotHost {
             }
             _ = try await service.ensureUser(
                 uid: bot.identity.uid, name: bot.configuration.user.name, role: User.botRole)
-            for group in bot.configuration.groups {
+            for group in bot.configuration.groups where !options.backend.ownsMemberships {
                 try await service.ensureMember(guid: group.guid, uid: bot.identity.uid, scope: group.scope)
             }
             let botLogger = logger.with(["bot": bot.identity.name])
@@ -295,7 +282,9 @@ public actor BotHost {
         state = .reloading
         defer { if state == .reloading { state = .running } }
         do {
-            if let config = loaded.config { try await seed(config, service) }
+            if let config = loaded.config {
+                try await options.backend.prepare(config, service: service, logger: logger)
+            }
             try await install(loaded, service: service)
             logger.info("reloaded", ["bots": String(roster.count)])
             return true
@@ -331,6 +320,7 @@ public actor BotHost {
                 first.withLock { $0.take() }?.resume()
             }
         }
+        await options.backend.stop()
         for plugin in externalPlugins { plugin.stop() }
         await store?.close()
         state = .stopped
@@ -347,6 +337,12 @@ public actor BotHost {
     /// The running bots' external plugins.
     nonisolated var externalPlugins: [ExternalPlugin] {
         roster.all.values.flatMap { $0.bot.plugins.values.compactMap { $0 as? ExternalPlugin } }
+    }
+
+    /// Why the host is not ready to serve, or nil when it is: running, with its backend ready.
+    public func notReadyReason() async -> String? {
+        guard state == .running else { return "the host is \(state)" }
+        return await options.backend.notReadyReason()
     }
 
     /// The bot runtimes by name (tests, dry runs).

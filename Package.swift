@@ -70,6 +70,9 @@ let package = Package(
                 "PerchLock",
             ]
         ),
+        // The Matrix backend: the homeserver's rooms mirrored into the store, the bots' actions carried out there.
+        .target(
+            name: "PerchMatrix", dependencies: ["PerchHost", "PerchService", "PerchConfig", "PerchChat", "PerchLock"]),
         // The test harness for plugin authors: a host in-process on a temporary directory.
         .target(
             name: "PerchTesting",
@@ -79,7 +82,7 @@ let package = Package(
             name: "PerchCLI",
             dependencies: [
                 "CSched", "PerchConfig", "PerchService", "PerchSQLite", "PerchHost", "PerchHTTP", "PerchHTTPClient",
-                "PerchLock",
+                "PerchLock", "PerchMatrix",
             ]),
         .executableTarget(name: "perch", dependencies: ["PerchCLI", "PerchHost"]),
         // libFuzzer entry point for the configuration loader (build with --sanitize=fuzzer).

@@ -6,6 +6,7 @@ import PerchHTTP
 import PerchHTTPClient
 import PerchHost
 import PerchLock
+import PerchMatrix
 import PerchService
 
 /// `perch run`: starts the host and keeps it running until SIGTERM or SIGINT; SIGHUP, or a change
@@ -48,13 +49,20 @@ public enum RunCommand {
                 return 1
             }
         }
+        let backend: any ChatBackend
+        do {
+            backend = try Self.backend(for: loaded)
+        } catch {
+            logger.error("cannot start: \(error)")
+            return 1
+        }
         let host = BotHost(
             configuration: loaded,
             options: BotHost.Options(
                 logger: logger, schedulesFromTimer: !isDryRun, consumeEvents: !isDryRun,
                 // The bots a request's commit resumes run on that request's connection thread once
                 // it has answered, instead of waking a thread of the pool (JoiningExecutor).
-                executor: JoiningExecutor(), httpClient: URLSessionPluginClient()))
+                executor: JoiningExecutor(), httpClient: URLSessionPluginClient(), backend: backend))
         do {
             try await host.start()
         } catch {
@@ -78,7 +86,8 @@ public enum RunCommand {
                 web: webSettings(config, loaded),
                 maximumBodyBytes: config.server.maxBodyBytes,
                 messagesPerMinute: config.limits.messagesPerMinute,
-                heartbeat: .seconds(config.server.heartbeatSeconds), hostNames: config.server.hostNames)
+                heartbeat: .seconds(config.server.heartbeatSeconds), hostNames: config.server.hostNames,
+                chat: config.backend == .embedded)
             let connections = config.server.maxStreams + HTTPServer.requestReserve
             if let shortfall = FileDescriptorLimit.shortfall(
                 connections: connections, limit: FileDescriptorLimit.raise())
@@ -108,7 +117,7 @@ public enum RunCommand {
                     },
                     handler: { request in await api.respond(to: request) })
                 logger.info("http listening", ["address": "\(address.host):\(server!.port)"])
-                if let web = webSettings(config, loaded).directory,
+                if config.backend == .embedded, let web = webSettings(config, loaded).directory,
                     FileManager.default.fileExists(atPath: web + "/index.html")
                 {
                     // Where a newcomer goes next, said where they look: the host's own output.
@@ -180,6 +189,13 @@ public enum RunCommand {
     }
 
     /// What the web chat is served from and told at start.
+    /// The backend config.yaml's `backend` names.
+    /// - Throws: ``HostError`` for a Matrix configuration that cannot be used.
+    static func backend(for loaded: LoadedConfiguration) throws -> any ChatBackend {
+        guard let config = loaded.config, config.backend == .matrix else { return EmbeddedBackend() }
+        return try MatrixBackend(configuration: config.matrix)
+    }
+
     static func webSettings(_ config: PerchConfiguration, _ loaded: LoadedConfiguration) -> WebSettings {
         let directory = config.server.webDirectory.isEmpty ? nil : loaded.resolve(config.server.webDirectory)
         let gate = config.ui.threadSubscription

@@ -36,7 +36,8 @@ public final class PerchAPI: Sendable {
     public init(
         service: ChatService, host: BotHost? = nil, apiKey: String?, metrics: HostMetrics = HostMetrics(),
         media: MediaSettings? = nil, web: WebSettings? = nil, maximumBodyBytes: Int = 1 << 20,
-        messagesPerMinute: Int = 0, heartbeat: Duration = .seconds(15), hostNames: [String] = []
+        messagesPerMinute: Int = 0, heartbeat: Duration = .seconds(15), hostNames: [String] = [],
+        chat: Bool = true
     ) {
         self.origins = OriginPolicy(hostNames: hostNames)
         self.web = web
@@ -48,8 +49,12 @@ public final class PerchAPI: Sendable {
         self.metrics = metrics
         self.media = media
         self.maximumBodyBytes = maximumBodyBytes
-        self.routes = Self.table()
+        self.routes = Self.table().filter { chat || Self.operational.contains($0.name) }
     }
+
+    /// The routes served without the chat API (`chat: false`, when the bots live on another
+    /// server, where people chat): health, readiness, metrics and the bots' webhooks.
+    static let operational: Set<String> = ["healthz", "readyz", "metrics", "hooks"]
 
     /// Who is calling.
     struct Caller: Sendable {

@@ -83,7 +83,7 @@ public actor BotHost {
 
     public private(set) var state: State = .idle
     public private(set) var configuration: LoadedConfiguration
-    public let options: Options
+    public nonisolated let options: Options
     public nonisolated let metrics = HostMetrics()
     public nonisolated let bus = HostEventBus()
     /// A bot's stream failing again and again (a full disk refuses its cursor) logs a line a minute.
@@ -164,7 +164,7 @@ public actor BotHost {
         storageFiles.withLock { $0 = path }
         metrics.set("perch_build_info", ["version": PerchVersion.current], to: 1)
         metrics.set("perch_start_time_seconds", to: Date().timeIntervalSince1970.rounded())
-        try await options.backend.prepare(config, service: service, logger: logger)
+        try await options.backend.prepare(configuration, service: service, logger: logger)
         try await install(configuration, service: service)
         if options.consumeEvents { try await options.backend.start(host: self, service: service) }
         if options.schedulesFromTimer { startScheduler() }
@@ -282,9 +282,7 @@ public actor BotHost {
         state = .reloading
         defer { if state == .reloading { state = .running } }
         do {
-            if let config = loaded.config {
-                try await options.backend.prepare(config, service: service, logger: logger)
-            }
+            try await options.backend.prepare(loaded, service: service, logger: logger)
             try await install(loaded, service: service)
             logger.info("reloaded", ["bots": String(roster.count)])
             return true

@@ -17,7 +17,7 @@ public protocol ChatBackend: Sendable {
     /// the store up to date with what the bots will need (the seed; the server's rooms, people and
     /// memberships).
     /// - Throws: what stops the host from starting (a server that cannot be reached at start).
-    func prepare(_ config: PerchConfiguration, service: ChatService, logger: HostLogger) async throws
+    func prepare(_ loaded: LoadedConfiguration, service: ChatService, logger: HostLogger) async throws
     /// Called once the bots run: starts following the server. Returns at once.
     func start(host: BotHost, service: ChatService) async throws
     /// Stops following the server; returns once nothing of the backend runs. Called after the
@@ -37,7 +37,8 @@ public struct EmbeddedBackend: ChatBackend {
 
     /// Creates the seed's users and groups when absent, and applies a seeded membership when the
     /// seed names it for the first time or with a new scope (a leave or kick since is kept).
-    public func prepare(_ config: PerchConfiguration, service: ChatService, logger: HostLogger) async throws {
+    public func prepare(_ loaded: LoadedConfiguration, service: ChatService, logger: HostLogger) async throws {
+        guard let config = loaded.config else { return }
         for user in config.seed.users {
             _ = try await service.ensureUser(uid: user.uid, name: user.name, role: user.role ?? User.defaultRole)
         }

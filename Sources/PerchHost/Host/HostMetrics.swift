@@ -37,6 +37,15 @@ public final class HostMetrics: Sendable {
         "perch_http_connections_refused_total": (
             .counter, "Connections refused before a route saw them, by reason (head, slow, evicted, per_client, busy)."
         ),
+        "perch_matrix_errors_total": (
+            .counter, "Matrix calls the homeserver refused or did not answer, by account, call and errcode."
+        ),
+        "perch_matrix_rate_limited_total": (.counter, "Matrix calls answered 429 (M_LIMIT_EXCEEDED), by account."),
+        "perch_matrix_relayed_total": (.counter, "Bot actions carried out on the homeserver, by bot and action."),
+        "perch_matrix_synced_events_total": (.counter, "Room events the accounts' syncs brought, by account."),
+        "perch_matrix_follow_digests_total": (
+            .counter, "Direct messages that brought the new replies of followed threads to their followers."
+        ),
         "perch_notifications_pruned_total": (.counter, "Notification outbox rows the retention removed."),
         "perch_plugin_garbage_lines_total": (.counter, "Lines from an external plugin that were not JSON-RPC."),
         "perch_plugin_output_lines_total": (

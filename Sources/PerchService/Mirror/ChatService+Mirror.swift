@@ -35,6 +35,16 @@ extension ChatService {
         }
     }
 
+    /// A local message as the store has it (no viewer's fields), for a connector.
+    public func storedMessage(_ id: Int64) async throws(ChatError) -> Message? {
+        try await reading { tx in try tx.message(id) }
+    }
+
+    /// Who is subscribed to the thread of `root` now (a connector delivers its replies to them).
+    public func threadSubscribers(of root: Int64) async throws(ChatError) -> [String] {
+        try await reading { tx in try tx.threadSubscribers(of: root) }
+    }
+
     /// The server's id of a local message (mirrored, or sent there by a relay), if it has one.
     public func externalId(ofMessage id: Int64, connector: String) async throws(ChatError) -> String? {
         let namespace = Self.namespace(connector)
@@ -115,12 +125,19 @@ struct Mirror {
         case .user(let uid, let name): try user(uid, name)
         case .group(let guid, let name, let type, let owner): try group(guid, name, type, owner)
         case .membership(let guid, let uid, let state, let by): try membership(guid, uid, state, by)
+        case .memberList(let guid, let members):
+            for uid in try tx.memberUids(guid: guid) where members[uid] == nil {
+                try membership(guid, uid, .left, uid)
+            }
+            for uid in members.keys.sorted() { try membership(guid, uid, .member(members[uid]!), uid) }
         case .message(let message): try insert(message)
         case .edit(let external, let text, let mentions, let by): try edit(external, text, mentions, by)
         case .delete(let external, let by): try delete(external, by)
         case .reaction(let id, let external, let reaction, let by): try react(id, external, reaction, by)
         case .reactionRemoved(let id, let by): try unreact(id, by)
         case .pins(let guid, let pinned, let by): try pins(guid, pinned, by)
+        case .sameAs(let external, let local):
+            if try tx.message(local) != nil { try map(external, to: local) }
         case .connectorValue(let key, let value): try tx.setPluginValue(bot: namespace, key: "v:\(key)", value: value)
         }
     }

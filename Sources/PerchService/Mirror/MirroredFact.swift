@@ -15,6 +15,9 @@ public enum MirroredFact: Sendable, Hashable {
     case group(guid: String, name: String, type: GroupType, owner: String)
     /// A membership as the server has it now, changed `by` someone (themselves for a join).
     case membership(guid: String, uid: String, state: MembershipState, by: String)
+    /// A group's members as the server has them now, with their scopes: those the store has and
+    /// the server not have left; the others are made members (or their scope changed).
+    case memberList(guid: String, members: [String: GroupMemberScope])
     case message(MirroredMessage)
     /// The message `of` now has `text` (an edit by `by`), mentioning `mentions`.
     case edit(of: String, text: String, mentions: [String], by: String)
@@ -27,6 +30,9 @@ public enum MirroredFact: Sendable, Hashable {
     /// The group's pinned messages are now `pinned` (server ids, other ones not known here are
     /// left out), as changed by `by`.
     case pins(guid: String, pinned: [String], by: String)
+    /// The server's message `external` is the local message `local` (a relay sent it there, and
+    /// the server now shows it back): the two are mapped, and nothing new is recorded.
+    case sameAs(external: String, local: Int64)
     /// A value the connector keeps with the facts, committed with them (its sync position).
     case connectorValue(key: String, value: String?)
 }

@@ -11,8 +11,8 @@ run: setup
 	./scripts/dev-key .build/release/perch run --config $(CONFIG)
 
 ## Run the whole test suite (the format lint, the release build `make run` uses, the Swift tests, the
-## web chat in a headless browser, the attack suite against the release build, the self-contained
-## release build, tried) as CI does. The release
+## web chat in a headless browser, the attack suite against the release build, the Matrix backend
+## against a real Synapse, the self-contained release build, tried) as CI does. The release
 ## build compiles each module whole, and can fail where the tests' debug build does not. The Swift
 ## tests run under a watchdog (scripts/swift-test) that names a hung test and prints its stacks.
 test:
@@ -23,6 +23,7 @@ test:
 	./scripts/swift-test
 	./scripts/web-test
 	./scripts/attack-test
+	./scripts/matrix-test
 	./scripts/release
 
 ## Validate config.yaml and every bot file.

@@ -117,6 +117,7 @@ let package = Package(
         .testTarget(name: "PerchRegexTests", dependencies: ["PerchRegex"]),
         .testTarget(name: "PerchMatchTests", dependencies: ["PerchMatch", "PerchTesting"]),
         .testTarget(name: "PerchChatTests", dependencies: ["PerchChat"]),
+        .testTarget(name: "PerchMatrixTests", dependencies: ["PerchMatrix", "PerchService", "PerchChat"]),
         .testTarget(name: "PerchLockTests", dependencies: ["PerchLock", "PerchHost", "PerchCLI", "PerchTestSupport"]),
         .testTarget(name: "PerchConfigTests", dependencies: ["PerchConfig", "PerchCLI"]),
         .testTarget(

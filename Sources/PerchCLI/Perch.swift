@@ -1,6 +1,7 @@
 import Foundation
 import PerchConfig
 import PerchHost
+import PerchMatrix
 import PerchSQLite
 
 /// The `perch` command: parses the words, runs one subcommand, returns its exit code.
@@ -11,7 +12,8 @@ public enum Perch {
         usage: perch <command> [options]
 
         commands:
-          check [--config config.yaml] [--format text|json]   validate config.yaml and bots/*.yaml
+          check [--config config.yaml] [--format text|json]   validate config.yaml and bots/*.yaml; with
+                [--connect]                                    --connect, also ask the Matrix homeserver
           run   [--config config.yaml] [--log-format text|json] start the host on the configured backend
           dry-run --as UID (--group GUID | --to UID) [--thread ID] [--config config.yaml] "text"
                                                                show which bots and rules would fire, doing nothing
@@ -50,6 +52,29 @@ public enum Perch {
         else { return exitCode }
         return await SendCommand.run(
             parsed, print: { print($0) }, printError: { FileHandle.standardError.write(Data(($0 + "\n").utf8)) })
+    }
+
+    /// `perch check --connect`: the checks of `perch check`, then (on the Matrix backend) what the
+    /// homeserver tells: each account signs in, is in its rooms with the power its rules need, no
+    /// room is encrypted (docs/matrix.md). Exit 1 when either finds an error.
+    public static func checkConnected(_ arguments: [String]) async -> Int32 {
+        var exitCode: Int32 = 0
+        guard
+            let parsed = ParsedArguments.forCommand(
+                arguments.filter { $0 != "--connect" }, valued: ["config"], exitCode: &exitCode)
+        else { return exitCode }
+        let loader = ConfigurationLoader(swiftPlugins: builtInPlugins)
+        let check = CheckCommand(configPath: parsed.options["config"] ?? "config.yaml", json: false, loader: loader)
+        let code = check.run(print: { print($0) })
+        guard code == 0 else { return code }
+        let loaded = loader.load(configPath: check.configPath)
+        guard loaded.config?.backend == .matrix else {
+            print("--connect asks the Matrix homeserver, and this configuration's backend is embedded: nothing to ask")
+            return 0
+        }
+        let findings = await ConnectCheck(loaded).run()
+        for finding in findings { print(finding.description) }
+        return findings.contains { $0.severity == .error } ? 1 : 0
     }
 
     /// The Swift plugins this build registers, by name.

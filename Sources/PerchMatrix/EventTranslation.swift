@@ -130,8 +130,8 @@ struct EventTranslation: Sendable {
     /// Who a message mentions: `m.mentions.user_ids` when the client sent it; otherwise the bots
     /// whose Matrix id its text names (clients from before `m.mentions`).
     func mentions(in content: JSONValue) -> [String] {
-        if let listed = content.at("m.mentions", "user_ids")?.arrayValue {
-            return listed.compactMap(\.stringValue).map(uid)
+        if let listed = content["m.mentions"] {
+            return (listed["user_ids"]?.arrayValue ?? []).compactMap(\.stringValue).map(uid)
         }
         let text = (Self.text(of: content) ?? "") + " " + (content["formatted_body"]?.stringValue ?? "")
         return bots.keys.sorted().filter { text.contains($0) }.map(uid)

@@ -12,6 +12,9 @@ if arguments.first == "run" || arguments.first == "dry-run" {
 if let first = arguments.first, ["tail", "pins", "threads"].contains(first) {
     exit(await Perch.client(first, arguments))
 }
+if arguments.first == "check", arguments.contains("--connect") {
+    exit(await Perch.checkConnected(arguments))
+}
 if arguments.first == "send" {
     exit(await Perch.send(arguments))
 }

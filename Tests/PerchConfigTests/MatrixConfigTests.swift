@@ -96,7 +96,7 @@ import Testing
         ),
         (
             "    general: \"#general:example.org\"", "    general: general",
-            "config.yaml:8:14: error: matrix.rooms.general: 'general' is not a room id (!id:server) or alias (#name:server)"
+            "config.yaml:8:14: error: matrix.rooms.general: 'general' is not a room id (!id) or alias (#name:server)"
         ),
         (
             "helper: ${HELPER_TOKEN}", "helper: \"\"",

@@ -36,7 +36,7 @@ extension ConfigValidator {
                 error(path, "'\(guid)' is not a valid group id (1–100 of A–Z, a–z, 0–9, _, -)")
             }
             if !MatrixConfiguration.isRoomReference(room) {
-                error(path, "'\(room)' is not a room id (!id:server) or alias (#name:server)")
+                error(path, "'\(room)' is not a room id (!id) or alias (#name:server)")
             } else if let first = rooms[room] {
                 error(
                     path,

@@ -43,12 +43,12 @@ public struct MatrixConfiguration: Decodable, Sendable {
             && !server.contains(where: \.isWhitespace)
     }
 
-    /// Whether `text` names a room: an id `!opaque:server` or an alias `#name:server`.
+    /// Whether `text` names a room: an id (`!opaque:server`, or `!opaque` from room version 12
+    /// on) or an alias (`#name:server`).
     public static func isRoomReference(_ text: String) -> Bool {
-        guard let first = text.first, first == "!" || first == "#", let colon = text.firstIndex(of: ":") else {
-            return false
-        }
+        guard text.count > 1, !text.contains(where: \.isWhitespace), let first = text.first else { return false }
+        if first == "!" { return true }
+        guard first == "#", let colon = text.firstIndex(of: ":") else { return false }
         return colon > text.index(after: text.startIndex) && text.index(after: colon) < text.endIndex
-            && !text.contains(where: \.isWhitespace)
     }
 }

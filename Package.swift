@@ -23,6 +23,7 @@ let package = Package(
         .systemLibrary(name: "CHyperscan", pkgConfig: "libhs", providers: [.apt(["libhyperscan-dev"])]),
         .systemLibrary(name: "CMicroHTTPD", pkgConfig: "libmicrohttpd", providers: [.apt(["libmicrohttpd-dev"])]),
         .systemLibrary(name: "CCrypto", pkgConfig: "libcrypto", providers: [.apt(["libssl-dev"])]),
+        .systemLibrary(name: "CCurl", pkgConfig: "libcurl", providers: [.apt(["libcurl4-openssl-dev"])]),
 
         // YAML with positions, on libyaml's event API.
         .target(name: "PerchYAML", dependencies: ["CYAML"]),
@@ -72,7 +73,8 @@ let package = Package(
         ),
         // The Matrix backend: the homeserver's rooms mirrored into the store, the bots' actions carried out there.
         .target(
-            name: "PerchMatrix", dependencies: ["PerchHost", "PerchService", "PerchConfig", "PerchChat", "PerchLock"]),
+            name: "PerchMatrix",
+            dependencies: ["CCurl", "PerchHost", "PerchService", "PerchConfig", "PerchChat", "PerchLock"]),
         // The test harness for plugin authors: a host in-process on a temporary directory.
         .target(
             name: "PerchTesting",

@@ -5,7 +5,9 @@ import PerchChat
 extension JSONValue {
     /// The value as text: this JSON, compact.
     var encoded: Data {
-        (try? JSONEncoder().encode(self)) ?? Data("null".utf8)
+        var writer = JSONWriter(capacity: 256)
+        writer.value(self)
+        return Data(writer.bytes)
     }
 
     /// Parses a JSON text.

@@ -26,6 +26,22 @@ final class AccountHealth: Sendable {
     }
 }
 
+/// The events the relays sent and recorded lately (the last 4,096), so a sync that brings one
+/// back records nothing more for it.
+final class RelayedEvents: Sendable {
+    private let events = Lock<(set: Set<String>, order: [String])>(([], []))
+
+    func insert(_ event: String) {
+        events.withLock { events in
+            guard events.set.insert(event).inserted else { return }
+            events.order.append(event)
+            if events.order.count > 4_096 { events.set.remove(events.order.removeFirst()) }
+        }
+    }
+
+    func contains(_ event: String) -> Bool { events.withLock { $0.set.contains(event) } }
+}
+
 /// How long to wait before the next try after `failures` failures in a row: 1, 2, 4 … up to 30
 /// seconds, or what the server asked for (429's `retry_after_ms`) when it asked.
 func backoff(after failures: Int, asked: Duration?) -> Duration {

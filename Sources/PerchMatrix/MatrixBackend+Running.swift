@@ -13,16 +13,17 @@ extension MatrixBackend {
         let matrixIDs = Dictionary(uniqueKeysWithValues: accounts.values.map { ($0.uid, $0.matrixID) })
         let latest = try await service.store.latestEventSequence()
         var started: [Task<Void, Never>] = []
+        let relayed = RelayedEvents()
         for account in accounts.values.sorted(by: { $0.uid < $1.uid }) {
             health.starting(account.uid)
             let sync = SyncLoop(
                 account: account, directory: directory, translation: translation, service: service, health: health,
                 logger: logger, metrics: host.metrics, timeout: .seconds(configuration.syncTimeoutSeconds),
-                botAccounts: botAccounts, mappedRooms: Set(configuration.rooms.values))
+                botAccounts: botAccounts, mappedRooms: Set(configuration.rooms.values), relayed: relayed)
             started.append(Task { await sync.run() })
             let relay = Relay(
                 account: account, directory: directory, service: service, logger: logger, metrics: host.metrics,
-                matrixIDs: matrixIDs)
+                matrixIDs: matrixIDs, relayed: relayed)
             // A relay new to this database starts at the present, as a bot does.
             if try await service.cursor(consumer: relay.session) == 0 {
                 try await service.acknowledge(consumer: relay.session, seq: latest)

@@ -27,7 +27,15 @@ extension MatrixClient {
     public func sync(since: String?, timeout: Duration, filter: String) async throws(MatrixError) -> JSONValue {
         var query = [("timeout", String(timeout.components.seconds * 1000)), ("filter", filter)]
         if let since { query.append(("since", since)) }
-        return try await call("GET", "/v3/sync", query: query, timeout: timeout + .seconds(30))
+        return try await call("GET", "/v3/sync", query: query, timeout: timeout + .seconds(30), lane: .polls)
+    }
+
+    /// `POST /user/{userId}/filter`: stores a sync filter for the account; answers its id, which
+    /// each sync then names instead of sending the filter again.
+    public func createFilter(_ filter: String, for user: String) async throws(MatrixError) -> String {
+        let parsed = (try? JSONValue.parse(Data(filter.utf8))) ?? .object([:])
+        let answer = try await call("POST", "/v3/user/\(Self.segment(user))/filter", body: parsed)
+        return answer["filter_id"]?.stringValue ?? filter
     }
 
     /// `PUT /rooms/{roomId}/send/{eventType}/{txnId}`: sends an event; the same `txnId` again

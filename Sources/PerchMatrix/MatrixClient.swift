@@ -1,11 +1,7 @@
 import Foundation
 import PerchChat
 
-#if canImport(FoundationNetworking)
-    import FoundationNetworking
-#endif
-
-/// One account's calls to a homeserver's client-server API (spec v1.x), over URLSession.
+/// One account's calls to a homeserver's client-server API (spec v1.x), on libcurl (``CurlLane``).
 ///
 /// Every call answers the server's JSON or throws a ``MatrixError``: the server's refusal with its
 /// `errcode` (and, for 429, `retry_after_ms` as ``MatrixError/retryAfter``), or no answer. Nothing
@@ -14,18 +10,24 @@ import PerchChat
 public final class MatrixClient: Sendable {
     public let homeserver: URL
     let token: String
+    /// The account's calls, one at a time, and its `/sync` long-polls, on a lane of their own so a
+    /// long-poll never holds up a send.
+    private let calls: CurlLane
+    private let polls: CurlLane
 
-    /// One session for every account: libcurl keeps the connections to the homeserver alive.
-    static let session: URLSession = {
-        let configuration = URLSessionConfiguration.ephemeral
-        configuration.httpAdditionalHeaders = ["User-Agent": "Perch"]
-        configuration.httpMaximumConnectionsPerHost = 64
-        return URLSession(configuration: configuration)
-    }()
+    /// Which lane a call goes on.
+    public enum Lane: Sendable { case calls, polls }
 
     public init(homeserver: URL, token: String) {
         self.homeserver = homeserver
         self.token = token
+        calls = CurlLane(name: "perch-matrix")
+        polls = CurlLane(name: "perch-matrix-sync")
+    }
+
+    deinit {
+        calls.close()
+        polls.close()
     }
 
     /// A path segment with everything but unreserved characters escaped (`!room:server` →
@@ -42,9 +44,10 @@ public final class MatrixClient: Sendable {
     /// - Throws: ``MatrixError``.
     public func call(
         _ method: String, _ path: String, query: [(String, String)] = [], body: JSONValue? = nil,
-        authenticated: Bool = true, timeout: Duration = .seconds(30)
+        authenticated: Bool = true, timeout: Duration = .seconds(30), lane: Lane = .calls
     ) async throws(MatrixError) -> JSONValue {
-        let name = "\(method) \(Self.template(path))"
+        // What was called, for an error: the path's ids as their names.
+        var name: String { "\(method) \(Self.template(path))" }
         var components = URLComponents(url: homeserver, resolvingAgainstBaseURL: false)!
         let base =
             components.percentEncodedPath.hasSuffix("/")
@@ -55,36 +58,25 @@ public final class MatrixClient: Sendable {
                 .joined(separator: "&")
         }
         guard let url = components.url else { throw MatrixError(.badAnswer("no URL for \(path)"), call: name) }
-        var request = URLRequest(url: url)
-        request.httpMethod = method
-        request.timeoutInterval = Double(timeout.components.seconds) + 1
-        if authenticated { request.setValue("Bearer \(token)", forHTTPHeaderField: "Authorization") }
-        if let body {
-            request.httpBody = body.encoded
-            request.setValue("application/json", forHTTPHeaderField: "Content-Type")
-        }
-        let data: Data
-        let response: URLResponse
+        let answer: CurlLane.Answer
         do {
-            (data, response) = try await Self.session.data(for: request)
+            answer = try await (lane == .calls ? calls : polls).perform(
+                method, url.absoluteString, authorization: authenticated ? "Bearer \(token)" : nil,
+                body: body?.encoded, timeout: timeout)
         } catch {
-            if Task.isCancelled || error is CancellationError { throw MatrixError(.cancelled, call: name) }
-            throw MatrixError(.unreachable(error.localizedDescription), call: name)
+            if Task.isCancelled || error.cancelled { throw MatrixError(.cancelled, call: name) }
+            throw MatrixError(.unreachable(error.reason), call: name)
         }
-        let status = (response as? HTTPURLResponse)?.statusCode ?? 0
-        let answer = try? JSONValue.parse(data)
-        guard (200..<300).contains(status) else {
-            let errcode = answer?["errcode"]?.stringValue ?? ""
-            let message = answer?["error"]?.stringValue ?? ""
-            let retry =
-                (answer?["retry_after_ms"]?.intValue).map { Duration.milliseconds($0) }
-                ?? (response as? HTTPURLResponse)?.value(forHTTPHeaderField: "Retry-After").flatMap(Int64.init)
-                .map { Duration.seconds($0) }
+        let json = try? JSONValue.parse(answer.body)
+        guard (200..<300).contains(answer.status) else {
+            let errcode = json?["errcode"]?.stringValue ?? ""
+            let message = json?["error"]?.stringValue ?? ""
+            let retry = (json?["retry_after_ms"]?.intValue).map { Duration.milliseconds($0) }
             throw MatrixError(
-                .refused(status: status, errcode: errcode, message: message), call: name, retryAfter: retry)
+                .refused(status: answer.status, errcode: errcode, message: message), call: name, retryAfter: retry)
         }
-        guard let answer else { throw MatrixError(.badAnswer("not JSON"), call: name) }
-        return answer
+        guard let json else { throw MatrixError(.badAnswer("not JSON"), call: name) }
+        return json
     }
 
     /// `path` with its ids replaced by their names, for the log and the metrics

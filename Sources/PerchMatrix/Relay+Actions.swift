@@ -39,6 +39,7 @@ extension Relay {
         let event = try await account.client.send(
             "m.room.message", .object(content), in: room, transaction: RelayTransaction.message(message.id))
         try await service.recordExternalId(event, ofMessage: message.id, connector: Self.connector)
+        relayed.insert(event)
         metrics.increment("perch_matrix_relayed_total", ["bot": uid, "action": "send"])
     }
 

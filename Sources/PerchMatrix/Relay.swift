@@ -20,6 +20,8 @@ struct Relay: Sendable {
     let metrics: HostMetrics
     /// Every bot's account's Matrix id, by its bot's uid.
     let matrixIDs: [String: String]
+    /// Where the relay notes each message it sent (the sync then records nothing for it).
+    let relayed: RelayedEvents
 
     static let connector = MatrixBackend.connector
     var uid: String { account.uid }
@@ -33,10 +35,16 @@ struct Relay: Sendable {
         while !Task.isCancelled {
             do {
                 let page = try await service.events(for: uid, session: session, after: cursor, limit: 64)
+                // The cursor is saved once a page is carried out, not after each action: an action
+                // carried out again after a crash is the same transaction, which the homeserver
+                // answers with its first event.
                 for event in page.events {
-                    guard await carryOutUntilSettled(event) else { return }
-                    cursor = event.seq
-                    try await service.acknowledge(consumer: session, seq: cursor)
+                    guard await carryOutUntilSettled(event) else {
+                        if event.seq > cursor + 1 {
+                            try? await service.acknowledge(consumer: session, seq: event.seq - 1)
+                        }
+                        return
+                    }
                 }
                 if page.scannedThrough > cursor {
                     cursor = page.scannedThrough

@@ -25,6 +25,11 @@ struct SyncLoop: Sendable {
     let botAccounts: Set<String>
     /// The room ids (or aliases) config.yaml maps, whose invites are accepted.
     let mappedRooms: Set<String>
+    /// The events the relays sent and recorded.
+    let relayed: RelayedEvents
+
+    /// How long a position with nothing recorded since may go unsaved.
+    static let saveInterval = Duration.seconds(5)
 
     static let connector = MatrixBackend.connector
 
@@ -39,15 +44,27 @@ struct SyncLoop: Sendable {
         do { since = try await service.connectorValue(sinceKey, connector: Self.connector) } catch {}
         var failures = 0
         let warnings = RepeatedWarnings(burst: 1)
+        // The filter stored once (the homeserver then has nothing to parse at each sync); sent
+        // whole when it cannot be stored.
+        let filter = (try? await account.client.createFilter(Self.filter, for: account.matrixID)) ?? Self.filter
+        let clock = ContinuousClock()
+        var savedAt = clock.now
         while !Task.isCancelled {
             do {
-                let answer = try await account.client.sync(since: since, timeout: timeout, filter: Self.filter)
+                let answer = try await account.client.sync(since: since, timeout: timeout, filter: filter)
                 guard let next = answer["next_batch"]?.stringValue else {
                     throw MatrixError(.badAnswer("no next_batch"), call: "GET /v3/sync")
                 }
                 let facts = await self.facts(of: answer, firstSync: since == nil)
-                try await service.mirror(
-                    facts + [.connectorValue(key: sinceKey, value: next)], connector: Self.connector)
+                // A batch with nothing to record (the echo of the bot's own reply, typing, receipts)
+                // moves the position in memory; it is saved with the next batch that records
+                // something, or within the save interval. A restart in between reads the batch
+                // again, and recording it again changes nothing.
+                if !facts.isEmpty || since == nil || clock.now - savedAt > Self.saveInterval {
+                    try await service.mirror(
+                        facts + [.connectorValue(key: sinceKey, value: next)], connector: Self.connector)
+                    savedAt = clock.now
+                }
                 since = next
                 failures = 0
                 health.synced(account.uid)
@@ -106,7 +123,9 @@ struct SyncLoop: Sendable {
                 if event.sender == account.matrixID, let transaction = event.transaction,
                     let local = RelayTransaction.message(transaction)
                 {
-                    facts.append(.sameAs(external: event.id, local: local))
+                    // The relay records the id when the homeserver answers its send: only a send whose
+                    // answer was lost (a crash, a timeout) is left for this fact to map.
+                    if !relayed.contains(event.id) { facts.append(.sameAs(external: event.id, local: local)) }
                     continue
                 }
                 facts += directory.withState(of: room) { state in

@@ -49,6 +49,17 @@ rules:
 """
 
 
+# Follows every thread someone replies in, for itself: a subscription of its own account (MSC4306).
+TRACKER = """name: tracker
+user: { uid: tracker, name: Tracker }
+groups: [general]
+rules:
+  - on: thread_reply
+    when: { sender_is_bot: false }
+    do: [{ subscribe: self }]
+"""
+
+
 class Perch:
     def __init__(self, synapse, tokens, rooms, digest_seconds=2, extra_bots=None):
         self.dir = tempfile.mkdtemp(prefix="perch-matrix-")

@@ -5,11 +5,12 @@ import json
 import threading
 import time
 import unittest
+import urllib.parse
 
-from perch import LURKER, PINNER, Perch
+from perch import LURKER, PINNER, TRACKER, Perch
 from synapse import Synapse
 
-BOTS = ["helper", "announcer", "moderator", "follow", "threadwatch", "pinner", "lurker"]
+BOTS = ["helper", "announcer", "moderator", "follow", "threadwatch", "pinner", "lurker", "tracker"]
 
 
 def wait_for(check, timeout=30, interval=0.2):
@@ -55,7 +56,7 @@ class World:
             self.synapse, {uid: user.token for uid, user in self.bots.items()},
             {"general": "#general:perch.test", "announcements": self.announcements, "locked": "#locked:perch.test",
              "vault": self.vault},
-            digest_seconds=digest_seconds, extra_bots={"pinner.yaml": PINNER, "lurker.yaml": LURKER})
+            digest_seconds=digest_seconds, extra_bots={"pinner.yaml": PINNER, "lurker.yaml": LURKER, "tracker.yaml": TRACKER})
 
     def destroy(self):
         self.perch.destroy()
@@ -155,6 +156,18 @@ class ShippedBotsOnMatrix(unittest.TestCase):
         world.carol.say(world.general, "Done, by the way", thread=root)
         time.sleep(6)
         self.assertEqual(len(world.direct_messages(world.alice, follow)), count)
+
+    def test_a_bots_own_thread_subscription_is_made_with_msc4306(self):
+        world = self.world
+        tracker = world.bots["tracker"]
+        root = world.alice.say(world.general, "Release checklist")
+        world.bob.say(world.general, "Step one done", thread=root)
+        path = (f"/_matrix/client/unstable/io.element.msc4306/rooms/{urllib.parse.quote(world.general, safe='')}"
+                f"/thread/{urllib.parse.quote(root, safe='')}/subscription")
+        subscribed = wait_for(lambda: tracker.call("GET", path, expect_ok=False).get("status") is None)
+        self.assertTrue(subscribed, world.perch.log_text()[-2000:])
+        # People's follows are Perch's own: nobody's account was subscribed for them.
+        self.assertEqual(world.bob.call("GET", path, expect_ok=False).get("status"), 404)
 
     def test_an_edit_that_adds_a_listed_word_is_redacted_by_the_moderator(self):
         world = self.world

@@ -72,6 +72,20 @@ struct EventTranslation: Sendable {
             owner: uid(state.creators.first ?? ""))
     }
 
+    /// The members of a room's state as the group's, with their scopes (their names come with
+    /// ``people(of:)``).
+    func members(of state: RoomState) -> [String: GroupMemberScope] {
+        Dictionary(uniqueKeysWithValues: state.members.keys.map { (uid($0), state.scope(of: $0)) })
+    }
+
+    /// The people of a room's state (its bots' accounts left out), with their display names.
+    func people(of state: RoomState) -> [MirroredFact] {
+        state.members.keys.sorted().filter { bots[$0] == nil }.map { member in
+            let name = state.members[member] ?? ""
+            return .user(uid: member, name: name.isEmpty ? member : name)
+        }
+    }
+
     func membership(_ event: MatrixEvent, guid: String, before: RoomState, after: RoomState, by: String)
         -> [MirroredFact]
     {

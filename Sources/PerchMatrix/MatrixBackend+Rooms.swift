@@ -51,14 +51,8 @@ extension MatrixBackend {
                     "matrix: the room of group \(guid) (\(room)) is encrypted, and Perch does not read or send "
                         + "encrypted messages: its bots hear nothing there (docs/matrix.md, \"Encrypted rooms\")")
             }
-            var facts: [MirroredFact] = [translation.group(guid, state)]
-            var members: [String: GroupMemberScope] = [:]
-            for (member, name) in state.members {
-                let uid = translation.uid(member)
-                if translation.bots[member] == nil { facts.append(.user(uid: uid, name: name.isEmpty ? member : name)) }
-                members[uid] = state.scope(of: member)
-            }
-            facts.append(.memberList(guid: guid, members: members))
+            var facts: [MirroredFact] = [translation.group(guid, state)] + translation.people(of: state)
+            facts.append(.memberList(guid: guid, members: translation.members(of: state)))
             // The pinned messages the store has never seen come in as history, so the pins map.
             for id in state.pinned where try await service.localMessage(external: id, connector: Self.connector) == nil
             {

@@ -55,7 +55,12 @@ struct SyncLoop: Sendable {
                 guard let next = answer["next_batch"]?.stringValue else {
                     throw MatrixError(.badAnswer("no next_batch"), call: "GET /v3/sync")
                 }
-                let facts = await self.facts(of: answer, firstSync: since == nil)
+                let batch = await self.facts(of: answer, firstSync: since == nil)
+                // What came before the bots could see it is recorded first, without events.
+                if !batch.quiet.isEmpty {
+                    try await service.mirror(batch.quiet, connector: Self.connector, announcing: false)
+                }
+                let facts = batch.live
                 // A batch with nothing to record (the echo of the bot's own reply, typing, receipts)
                 // moves the position in memory; it is saved with the next batch that records
                 // something, or within the save interval. A restart in between reads the batch
@@ -94,9 +99,16 @@ struct SyncLoop: Sendable {
         }
     }
 
+    /// One sync answer's facts: `quiet`, what came before the bots could see it (recorded without
+    /// events: a first sync, a room's history up to the account's join), and `live`.
+    struct Batch {
+        var quiet: [MirroredFact] = []
+        var live: [MirroredFact] = []
+    }
+
     /// The facts of one sync answer; accepts and declines its invites on the way.
-    func facts(of answer: JSONValue, firstSync: Bool) async -> [MirroredFact] {
-        var facts: [MirroredFact] = []
+    func facts(of answer: JSONValue, firstSync: Bool) async -> Batch {
+        var batch = Batch()
         let joined = answer.at("rooms", "join")?.objectValue ?? [:]
         var events = 0
         for room in joined.keys.sorted() {
@@ -113,6 +125,14 @@ struct SyncLoop: Sendable {
                 $0.type == "m.room.member" && $0.stateKey == account.matrixID
                     && $0.content["membership"]?.stringValue == "join" && $0.sender == account.matrixID
             }
+            // A mapped room the account has just joined becomes its group, with the members its
+            // state names, before anything happens in it.
+            if joinIndex != nil, case .group(let guid) = place {
+                batch.quiet += directory.withState(of: room) { state in
+                    [translation.group(guid, state)] + translation.people(of: state)
+                        + [.memberList(guid: guid, members: translation.members(of: state))]
+                }
+            }
             for (index, event) in timeline.enumerated() {
                 let history = firstSync || (joinIndex.map { index < $0 } ?? false)
                 if botAccounts.contains(event.sender), event.sender != account.matrixID {
@@ -125,19 +145,20 @@ struct SyncLoop: Sendable {
                 {
                     // The relay records the id when the homeserver answers its send: only a send whose
                     // answer was lost (a crash, a timeout) is left for this fact to map.
-                    if !relayed.contains(event.id) { facts.append(.sameAs(external: event.id, local: local)) }
+                    if !relayed.contains(event.id) { batch.live.append(.sameAs(external: event.id, local: local)) }
                     continue
                 }
-                facts += directory.withState(of: room) { state in
+                let facts = directory.withState(of: room) { state in
                     translation.facts(of: event, in: place, state: &state, history: history)
                 }
+                if history { batch.quiet += facts } else { batch.live += facts }
             }
         }
         if events > 0 {
             metrics.increment("perch_matrix_synced_events_total", ["account": account.uid], by: Double(events))
         }
         await answerInvites(answer.at("rooms", "invite")?.objectValue ?? [:])
-        return facts
+        return batch
     }
 
     /// Joins the mapped rooms this account is invited to; declines the others, saying so.

@@ -47,15 +47,17 @@ class World:
         # pin, the homeserver does not.
         self.locked = self.alice.create_room(
             "locked", "Locked", invite, {"users": {ids["pinner"]: 50}, "events": {"m.room.pinned_events": 100}})
+        # Mapped, but no bot is in it at start: a bot invited later joins, and what came before is history.
+        self.late = self.alice.create_room("late", "Late", [self.bob.id, self.carol.id])
         self.vault = self.alice.create_room("vault", "Vault", invite, preset="private_chat")
         self.alice.set_state(self.vault, "m.room.encryption", {"algorithm": "m.megolm.v1.aes-sha2"})
         for person in (self.bob, self.carol):
-            for room in (self.general, self.announcements, self.locked):
+            for room in (self.general, self.announcements, self.locked, self.late):
                 person.join(room)
         self.perch = Perch(
             self.synapse, {uid: user.token for uid, user in self.bots.items()},
             {"general": "#general:perch.test", "announcements": self.announcements, "locked": "#locked:perch.test",
-             "vault": self.vault},
+             "vault": self.vault, "late": self.late},
             digest_seconds=digest_seconds, extra_bots={"pinner.yaml": PINNER, "lurker.yaml": LURKER, "tracker.yaml": TRACKER})
 
     def destroy(self):
@@ -79,7 +81,7 @@ class World:
             person.join(room)
         found = []
         for room in person.call("GET", "/_matrix/client/v3/joined_rooms")["joined_rooms"]:
-            if room in (self.general, self.announcements, self.locked, self.vault):
+            if room in (self.general, self.announcements, self.locked, self.vault, self.late):
                 continue
             found += [e for e in person.timeline(room) if e["sender"] == bot.id and e["type"] == "m.room.message"]
         return found
@@ -156,6 +158,27 @@ class ShippedBotsOnMatrix(unittest.TestCase):
         world.carol.say(world.general, "Done, by the way", thread=root)
         time.sleep(6)
         self.assertEqual(len(world.direct_messages(world.alice, follow)), count)
+
+    def test_a_mapped_room_joined_on_invite_is_heard_from_the_join_on_and_others_are_declined(self):
+        world = self.world
+        helper, lurker = world.bots["helper"], world.bots["lurker"]
+        # The lurker answers every message it hears: the two before it joined are history.
+        world.alice.say(world.late, "is anyone listening?")
+        world.bob.say(world.late, "not yet")
+        world.alice.call("POST", f"/_matrix/client/v3/rooms/{urllib.parse.quote(world.late, safe='')}/invite",
+                         {"user_id": lurker.id})
+        joined = wait_for(lambda: world.alice.state(world.late, "m.room.member", lurker.id).get("membership") == "join")
+        self.assertTrue(joined, world.perch.log_text()[-2000:])
+        world.alice.say(world.late, "and now?")
+        heard = lambda: [e for e in world.alice.timeline(world.late) if e["sender"] == lurker.id
+                         and e["type"] == "m.room.message"]
+        self.assertTrue(wait_for(heard), world.perch.log_text()[-2000:])
+        time.sleep(2)
+        self.assertEqual(len(heard()), 1, [e["content"]["body"] for e in heard()])
+        elsewhere = world.bob.create_room("elsewhere", "Elsewhere", [helper.id])
+        declined = wait_for(lambda: world.bob.state(elsewhere, "m.room.member", helper.id).get("membership") == "leave")
+        self.assertTrue(declined, world.perch.log_text()[-2000:])
+        self.assertIn("declined an invite", world.perch.log_text())
 
     def test_a_bots_own_thread_subscription_is_made_with_msc4306(self):
         world = self.world

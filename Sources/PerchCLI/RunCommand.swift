@@ -77,7 +77,9 @@ public enum RunCommand {
         var server: HTTPServer?
         if let config = loaded.config, let address = config.server.listenAddress, let service = await host.service {
             let key = config.server.apiKey ?? ""
-            if key.isEmpty { logger.warning("server.apiKey is empty: every API request will be refused with 401") }
+            if key.isEmpty, config.backend == .embedded {
+                logger.warning("server.apiKey is empty: every API request will be refused with 401")
+            }
             let media = MediaSettings(
                 directory: loaded.resolve(config.server.dataDirectory) + "/media",
                 maximumBytes: config.server.maxUploadBytes, allowedTypes: config.server.uploadTypes)

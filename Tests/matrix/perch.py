@@ -60,6 +60,21 @@ rules:
 """
 
 
+# Moderation and reactions on command: kicks, bans and reacts to whoever asks.
+BOUNCER = """name: bouncer
+user: { uid: bouncer, name: Bouncer }
+groups: [{ guid: general, scope: moderator }]
+hears: commands
+rules:
+  - on: { command: kickme }
+    do: [kick]
+  - on: { command: banme }
+    do: [ban]
+  - on: { command: wave }
+    do: [{ react: "👋" }]
+"""
+
+
 class Perch:
     def __init__(self, synapse, tokens, rooms, digest_seconds=2, extra_bots=None):
         self.dir = tempfile.mkdtemp(prefix="perch-matrix-")

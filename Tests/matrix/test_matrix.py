@@ -7,10 +7,10 @@ import time
 import unittest
 import urllib.parse
 
-from perch import LURKER, PINNER, TRACKER, Perch
+from perch import BOUNCER, LURKER, PINNER, TRACKER, Perch
 from synapse import Synapse
 
-BOTS = ["helper", "announcer", "moderator", "follow", "threadwatch", "pinner", "lurker", "tracker"]
+BOTS = ["helper", "announcer", "moderator", "follow", "threadwatch", "pinner", "lurker", "tracker", "bouncer"]
 
 
 def wait_for(check, timeout=30, interval=0.2):
@@ -39,7 +39,7 @@ class World:
         self.carol = self.synapse.register("carol")
         self.bots = {uid: self.synapse.register(uid) for uid in BOTS}
         ids = {uid: user.id for uid, user in self.bots.items()}
-        moderators = {ids["moderator"]: 50, ids["announcer"]: 50, self.bob.id: 100}
+        moderators = {ids["moderator"]: 50, ids["announcer"]: 50, ids["bouncer"]: 50, self.bob.id: 100}
         invite = list(ids.values()) + [self.bob.id, self.carol.id]
         self.general = self.alice.create_room("general", "General", invite, {"users": moderators})
         self.announcements = self.alice.create_room("announcements", "Announcements", invite, {"users": moderators})
@@ -58,7 +58,8 @@ class World:
             self.synapse, {uid: user.token for uid, user in self.bots.items()},
             {"general": "#general:perch.test", "announcements": self.announcements, "locked": "#locked:perch.test",
              "vault": self.vault, "late": self.late},
-            digest_seconds=digest_seconds, extra_bots={"pinner.yaml": PINNER, "lurker.yaml": LURKER, "tracker.yaml": TRACKER})
+            digest_seconds=digest_seconds, extra_bots={"pinner.yaml": PINNER, "lurker.yaml": LURKER, "tracker.yaml": TRACKER,
+                        "bouncer.yaml": BOUNCER})
 
     def destroy(self):
         self.perch.destroy()
@@ -179,6 +180,25 @@ class ShippedBotsOnMatrix(unittest.TestCase):
         declined = wait_for(lambda: world.bob.state(elsewhere, "m.room.member", helper.id).get("membership") == "leave")
         self.assertTrue(declined, world.perch.log_text()[-2000:])
         self.assertIn("declined an invite", world.perch.log_text())
+
+    def test_a_bot_reacts_kicks_and_bans_on_the_homeserver(self):
+        world = self.world
+        bouncer = world.bots["bouncer"]
+        dave = world.synapse.register("dave")
+        dave.join(world.general)
+        wave = dave.say(world.general, "!wave")
+        reacted = wait_for(lambda: [e for e in world.alice.timeline(world.general) if e["type"] == "m.reaction"
+                                    and e["sender"] == bouncer.id and relation(e).get("event_id") == wave])
+        self.assertTrue(reacted, world.perch.log_text()[-2000:])
+        self.assertEqual(relation(reacted[0]).get("key"), "👋")
+        dave.say(world.general, "!kickme")
+        membership = lambda: world.alice.state(world.general, "m.room.member", dave.id).get("membership")
+        self.assertEqual(wait_for(lambda: membership() if membership() == "leave" else None), "leave",
+                         world.perch.log_text()[-2000:])
+        dave.join(world.general)
+        dave.say(world.general, "!banme")
+        self.assertEqual(wait_for(lambda: membership() if membership() == "ban" else None), "ban",
+                         world.perch.log_text()[-2000:])
 
     def test_a_bots_own_thread_subscription_is_made_with_msc4306(self):
         world = self.world

@@ -21,13 +21,13 @@ extension Relay {
             if let original = message.quotedMessage { mentions.append(matrixID(original.sender)) }
         }
         if let root {
-            var relation: [String: JSONValue] = [
+            // In a thread, a quote is a real `m.in_reply_to`; without one, the root stands in it as
+            // the fallback for clients without threads (`is_falling_back`).
+            content["m.relates_to"] = .object([
                 "rel_type": .string("m.thread"), "event_id": .string(root),
                 "is_falling_back": .bool(quoted == nil),
                 "m.in_reply_to": .object(["event_id": .string(quoted ?? root)]),
-            ]
-            if quoted == nil { relation["is_falling_back"] = .bool(true) }
-            content["m.relates_to"] = .object(relation)
+            ])
         } else if let quoted {
             content["m.relates_to"] = .object(["m.in_reply_to": .object(["event_id": .string(quoted)])])
         }

@@ -119,22 +119,75 @@ extension PerchAPI {
                 return .json(200, APIJSON.data(#"{"success":true}"#))
             },
             route("GET", "v3/notifications", name: "notifications") { api, request in
-                let after = Int64(request.query("after") ?? "0") ?? -1
-                guard after >= 0 else { throw ChatError.badRequest("after", "expected a sequence number") }
-                let page = try await api.service.notifications(
-                    for: request.caller.uid, after: after,
-                    limit: try request.queryInt("limit", default: 100, range: 1...1000)!)
-                // After rows the retention removed, `missed` says which (as `perch.gap` on the
-                // streams), and `next` moves past them even when none of the caller's is left.
+                let uid = request.caller.uid
+                let limit = try request.queryInt("limit", default: 100, range: 1...1000)!
+                let unread = try request.queryBool("unread") ?? false
                 var meta: [String] = []
-                if let next = page.records.last?.seq ?? page.missed?.upperBound {
-                    meta.append(#""next":{"after":\#(next)}"#)
+                let records: [NotificationRecord]
+                switch request.query("order") ?? "oldest" {
+                case "newest":
+                    // A notification centre's list: newest first, paged with `before`.
+                    let before = try request.queryInt("before", range: 1...Int.max).map(Int64.init)
+                    records = try await api.service.latestNotifications(
+                        for: uid, before: before, limit: limit, unreadOnly: unread)
+                    if records.count == limit, let last = records.last?.seq {
+                        meta.append(#""next":{"before":\#(last)}"#)
+                    }
+                case "oldest":
+                    let after = Int64(request.query("after") ?? "0") ?? -1
+                    guard after >= 0 else { throw ChatError.badRequest("after", "expected a sequence number") }
+                    let page = try await api.service.notifications(
+                        for: uid, after: after, limit: limit, unreadOnly: unread)
+                    records = page.records
+                    // After rows the retention removed, `missed` says which (as `perch.gap` on the
+                    // streams), and `next` moves past them even when none of the caller's is left.
+                    if let next = page.records.last?.seq ?? page.missed?.upperBound {
+                        meta.append(#""next":{"after":\#(next)}"#)
+                    }
+                    if let missed = page.missed { meta.append(#""missed":\#(PerchAPI.gapJSON(missed))"#) }
+                default:
+                    throw ChatError.badRequest("order", "oldest (after a sequence) or newest (before one)")
                 }
-                if let missed = page.missed { meta.append(#""missed":\#(PerchAPI.gapJSON(missed))"#) }
-                return .json(
-                    200, APIJSON.list(page.records.map(APIJSON.encode), meta: "{" + meta.joined(separator: ",") + "}"))
+                meta.append(#""unreadCount":\#(try await api.service.unreadNotificationCount(of: uid))"#)
+                return .json(200, APIJSON.list(records.map(notificationJSON), meta: "{" + meta.joined(separator: ",") + "}"))
+            },
+            route("POST", "v3/notifications/read", name: "notifications.read") { api, request in
+                var body = try request.requiredBody()
+                let all = try body.bool("all") ?? false
+                let ids = try body.value("ids").map { value throws(ChatError) -> [Int64] in
+                    guard case .array(let items) = value else { throw ChatError.badRequest("ids", "expected a list") }
+                    return try items.enumerated().map { index, item throws(ChatError) -> Int64 in
+                        guard case .number(let number) = item, number >= 1, number == number.rounded(),
+                            number < 9.0e15
+                        else { throw ChatError.badRequest("ids[\(index)]", "expected a notification id") }
+                        return Int64(number)
+                    }
+                }
+                try body.finish()
+                let read: NotificationsRead
+                switch (all, ids) {
+                case (true, nil): read = try await api.service.markAllNotificationsRead(as: request.caller.uid)
+                case (false, let ids?): read = try await api.service.markNotificationsRead(ids, as: request.caller.uid)
+                default: throw ChatError.badRequest("ids", "give ids (a list of notification ids) or all: true")
+                }
+                return .json(200, APIJSON.data(APIJSON.encode(read)))
             },
         ]
+    }
+
+    /// A notification: its outbox row (`id` and `seq` are its sequence), why it was routed, when
+    /// it was read (0: unread), and its message as the caller sees it now (null when they may no
+    /// longer read it), with the thread's parent as `parentMessage`.
+    static func notificationJSON(_ record: NotificationRecord) -> String {
+        var writer = JSONWriter()
+        writer.raw(
+            #"{"id":\#(record.seq),"seq":\#(record.seq),"messageId":\#(record.messageId),"reason":"\#(record.reason.rawValue)","#
+                + #""createdAt":\#(record.createdAt),"readAt":\#(record.readAt),"uid":"#)
+        writer.string(record.uid)
+        writer.raw(#","message":"#)
+        if let message = record.message { writer.message(message) } else { writer.raw("null") }
+        writer.raw("}")
+        return writer.output
     }
 
     static func preferencesJSON(_ preferences: NotificationPreferences) -> String {
@@ -253,16 +306,21 @@ final class ChatEventSource: EventStreamSource, @unchecked Sendable {
         metrics.increment("perch_sse_connections", by: 1)
         // The task keeps its source until it ends, which `close` makes happen.
         task = Task(executorPreference: executor) { [self] in
-            try? await service.followEvents(for: uid, session: session, after: after) { page in
+            try? await service.followEvents(for: uid, session: session, after: after, notifications: true) { page in
                 var frames: [UInt8] = []
                 if let missed = page.missed {
                     frames += Array("event: perch.gap\ndata: \(PerchAPI.gapJSON(missed))\n\n".utf8)
                 }
-                guard !page.events.isEmpty || !frames.isEmpty else { return true }
+                guard !page.events.isEmpty || !frames.isEmpty || !page.notifications.isEmpty else { return true }
                 for event in page.events {
                     frames += Array("id: \(event.seq)\nevent: \(event.name.rawValue)\ndata: ".utf8)
                     frames += event.jsonBytes
                     frames += [0x0A, 0x0A]
+                }
+                // No `id:`: a notification is not an event of the log, and must not move the
+                // client's Last-Event-ID.
+                for record in page.notifications {
+                    frames += Array("event: onNotification\ndata: \(PerchAPI.notificationJSON(record))\n\n".utf8)
                 }
                 self.append(frames)
                 return true

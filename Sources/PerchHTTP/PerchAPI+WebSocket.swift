@@ -99,7 +99,9 @@ struct APIWebSocketSession: WebSocketSession {
         let after = after
         metrics.increment("perch_ws_connections", by: 1)
         let task = Task(executorPreference: executor) {
-            try? await service.followEvents(for: caller.uid, session: caller.session, after: after) { page in
+            try? await service.followEvents(
+                for: caller.uid, session: caller.session, after: after, notifications: true
+            ) { page in
                 if let missed = page.missed {
                     deliver(Array(#"{"type":"gap","data":\#(PerchAPI.gapJSON(missed))}"#.utf8))
                 }
@@ -109,6 +111,9 @@ struct APIWebSocketSession: WebSocketSession {
                     message += event.jsonBytes
                     message.append(UInt8(ascii: "}"))
                     deliver(message)
+                }
+                for record in page.notifications {
+                    deliver(Array(#"{"type":"notification","data":\#(PerchAPI.notificationJSON(record))}"#.utf8))
                 }
                 return true
             }

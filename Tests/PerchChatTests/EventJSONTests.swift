@@ -49,6 +49,12 @@ import Testing
             ChatEvent(
                 seq: 15, name: .messageUnpinned, conversationId: "group_g", createdAt: 15,
                 message: message.withoutViewerFields, actor: "al\"ice"),
+            ChatEvent(
+                seq: 16, name: .notificationsRead, conversationId: "", createdAt: 16,
+                read: NotificationsRead(seqs: [3, 5], through: 0, unreadCount: 2)),
+            ChatEvent(
+                seq: 17, name: .notificationsRead, conversationId: "", createdAt: 17,
+                read: NotificationsRead(through: 40, unreadCount: 0)),
         ]
     }
 

@@ -55,6 +55,36 @@ import Testing
             #expect(!released.isAlive)
         }
     }
+
+    /// A notification routed to the stream's user comes as `onNotification`, after the message's
+    /// event and without an `id:` (it must not move the client's Last-Event-ID).
+    @Test func aNotificationFollowsItsMessageWithoutAnID() async throws {
+        try await withTestHost(config: hostConfig) { chat in
+            let service = chat.service
+            let connection = Consumer()
+            let after = try await service.store.latestEventSequence()
+            _ = await connection.start {
+                ChatEventSource(
+                    service: service, uid: "bob", session: "bob/s1", name: "s1", after: after, metrics: HostMetrics())
+            }
+            _ = try #require(await connection.next())
+            try await chat.post("hi <@uid:bob>", as: "alice", to: .group("room"))
+            var text = ""
+            while !text.contains("event: onNotification") {
+                text += try #require(await connection.next())
+            }
+            text += await connection.next(timeout: .milliseconds(50)) ?? ""
+            let frames = text.components(separatedBy: "\n\n").filter { !$0.isEmpty }
+            let names = frames.compactMap { frame in
+                frame.split(separator: "\n").first { $0.hasPrefix("event: ") }.map { String($0.dropFirst(7)) }
+            }
+            #expect(names == ["onTextMessageReceived", "onNotification"])
+            let notification = try #require(frames.last)
+            #expect(!notification.contains("id: "))
+            #expect(notification.contains(#""reason":"mention""#) && notification.contains(#""text":"hi <@uid:bob>""#))
+            await connection.close()
+        }
+    }
 }
 
 /// Stands in for libmicrohttpd's connection thread: one thread that makes the source and calls

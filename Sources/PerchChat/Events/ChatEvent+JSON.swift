@@ -341,6 +341,23 @@ public struct JSONWriter {
             key("actor", first: &first)
             string(actor)
         }
+        if let read = e.read {
+            key("read", first: &first)
+            var inner = true
+            put("{")
+            key("seqs", first: &inner)
+            put("[")
+            for (index, seq) in read.seqs.enumerated() {
+                if index > 0 { put(",") }
+                int(seq)
+            }
+            put("]")
+            key("through", first: &inner)
+            int(read.through)
+            key("unreadCount", first: &inner)
+            int(Int64(read.unreadCount))
+            put("}")
+        }
         put("}")
     }
 

@@ -14,6 +14,7 @@ extension JSONReader {
             case "member": event.member = reader.null() ? nil : try reader.memberChange()
             case "reaction": event.reaction = reader.null() ? nil : try reader.reaction()
             case "actor": event.actor = reader.null() ? nil : try reader.string()
+            case "read": event.read = reader.null() ? nil : try reader.notificationsRead()
             default: try reader.skip()
             }
         }
@@ -141,6 +142,24 @@ extension JSONReader {
             list.append(item)
         }
         return list
+    }
+
+    mutating func notificationsRead() throws -> NotificationsRead {
+        var read = NotificationsRead(unreadCount: 0)
+        var seen = RequiredKeys(required: 3)
+        try object { reader, key in
+            switch key {
+            case "seqs":
+                var seqs: [Int64] = []
+                try reader.array { seqs.append(try $0.int64()) }
+                read.seqs = seen.mark(0, seqs)
+            case "through": read.through = seen.mark(1, try reader.int64())
+            case "unreadCount": read.unreadCount = Int(seen.mark(2, try reader.int64()))
+            default: try reader.skip()
+            }
+        }
+        try seen.check("notifications read", at: self)
+        return read
     }
 
     mutating func memberChange() throws -> MemberChange {

@@ -14,10 +14,12 @@ public struct ChatEvent: Sendable, Hashable, Codable {
     /// sender did it), reactions and member changes (they name their own), and on events logged
     /// before Perch recorded it.
     public var actor: String?
+    /// What the user marked read (`onNotificationsRead`).
+    public var read: NotificationsRead?
 
     public init(
         seq: Int64 = 0, name: EventName, conversationId: String, createdAt: Int64, message: Message? = nil,
-        member: MemberChange? = nil, reaction: Reaction? = nil, actor: String? = nil
+        member: MemberChange? = nil, reaction: Reaction? = nil, actor: String? = nil, read: NotificationsRead? = nil
     ) {
         self.seq = seq
         self.name = name
@@ -27,6 +29,7 @@ public struct ChatEvent: Sendable, Hashable, Codable {
         self.member = member
         self.reaction = reaction
         self.actor = actor
+        self.read = read
     }
 
     /// Whose doing the event is, for a listener that ignores its own (a bot): the reactor of a
@@ -65,6 +68,20 @@ public struct MemberChange: Sendable, Hashable, Codable {
     }
 }
 
+/// Notifications a user marked read, for their other sessions: these outbox rows, and every row up
+/// to `through` (0: none that way); `unreadCount` is what stays unread after it.
+public struct NotificationsRead: Sendable, Hashable, Codable {
+    public var seqs: [Int64]
+    public var through: Int64
+    public var unreadCount: Int
+
+    public init(seqs: [Int64] = [], through: Int64 = 0, unreadCount: Int) {
+        self.seqs = seqs
+        self.through = through
+        self.unreadCount = unreadCount
+    }
+}
+
 /// The listener callbacks, with CometChat's names as raw values.
 public enum EventName: String, Sendable, Hashable, Codable, CaseIterable {
     case textMessageReceived = "onTextMessageReceived"
@@ -85,6 +102,8 @@ public enum EventName: String, Sendable, Hashable, Codable, CaseIterable {
     case groupMemberUnbanned = "onGroupMemberUnbanned"
     case groupMemberScopeChanged = "onGroupMemberScopeChanged"
     case memberAddedToGroup = "onMemberAddedToGroup"
+    /// Perch's own: a user marked notifications read (reaches that user only).
+    case notificationsRead = "onNotificationsRead"
 
     /// The "received" callback for a new message of this type and category.
     public static func received(_ message: Message) -> EventName {

@@ -100,6 +100,7 @@ extension BotPlugin {
         case .groupMemberJoined, .groupMemberLeft, .groupMemberKicked, .groupMemberBanned, .groupMemberUnbanned,
             .groupMemberScopeChanged, .memberAddedToGroup:
             try await onGroupMemberEvent(context)
+        case .notificationsRead: break
         }
     }
 }

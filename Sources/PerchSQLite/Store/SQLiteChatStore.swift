@@ -31,6 +31,9 @@ public final class SQLiteChatStore: ChatStore {
     private let cache = EventCache(capacity: 16_384)
     /// Which groups each recent reader of events is in, so a page can be answered from `cache`.
     private let memberships = Memberships()
+    /// Each user's newest notification committed here, so live streams read the outbox only when
+    /// it holds something new for them.
+    private let watermarks = NotificationWatermarks()
     let checkpointer: Checkpointer
     /// Each `pollInterval`, finds other processes' commits (they are not announced here) and ends the
     /// waits for anyone's events.
@@ -108,7 +111,7 @@ public final class SQLiteChatStore: ChatStore {
         notifier.advance(to: latest)
         writer = Writer(
             connection: ConnectionBox(connection: connection), maximumBatch: maximumBatch, notifier: notifier,
-            cache: cache, memberships: memberships, checkpointer: checkpointer)
+            cache: cache, memberships: memberships, watermarks: watermarks, checkpointer: checkpointer)
         readerPath = path
         readers = Lock([])
         // Each tick looks for events other processes committed (pages come from memory while
@@ -193,6 +196,9 @@ public final class SQLiteChatStore: ChatStore {
         memberships.invalidate()
         return nil
     }
+
+    /// The newest outbox row of `uid` this process committed (0: none since it opened the store).
+    public func notifiedThrough(_ uid: String) -> Int64? { watermarks.latest(for: uid) }
 
     /// Reader connections open and idle now (at most ``idleReaderLimit``).
     var idleReaders: Int { readers.withLock { $0.count } }

@@ -303,5 +303,35 @@ enum Schema {
         );
         CREATE UNIQUE INDEX reactions_by_message ON reactions (message_id, reaction, uid);
         """,
+        // 13: notification delivery. Read state: a row's own `read_at` (marked one by one) and a
+        // read cursor per user ("mark all read": one row, and the unread count reads only the rows
+        // after it). The adding of a column with a constant default rewrites nothing, and the
+        // routing's inserts do not name it. Delivery consumers (webhooks) keep their own cursor
+        // over the outbox, apart from the event log's `cursors`, and the rows they gave up on.
+        """
+        ALTER TABLE outbox ADD COLUMN read_at INTEGER NOT NULL DEFAULT 0;
+        CREATE TABLE notification_reads (
+            uid TEXT PRIMARY KEY,
+            through INTEGER NOT NULL,
+            at INTEGER NOT NULL
+        ) WITHOUT ROWID;
+        CREATE TABLE delivery_cursors (
+            consumer TEXT PRIMARY KEY,
+            seq INTEGER NOT NULL,
+            saved_at INTEGER NOT NULL
+        ) WITHOUT ROWID;
+        CREATE TABLE dead_letters (
+            id INTEGER PRIMARY KEY,
+            consumer TEXT NOT NULL,
+            outbox_seq INTEGER NOT NULL,
+            uid TEXT NOT NULL,
+            message_id INTEGER NOT NULL,
+            reason TEXT NOT NULL,
+            created_at INTEGER NOT NULL,
+            attempts INTEGER NOT NULL,
+            last_error TEXT NOT NULL,
+            at INTEGER NOT NULL
+        );
+        """,
     ]
 }

@@ -2,7 +2,7 @@ import Foundation
 import PerchChat
 import PerchService
 
-/// Notification preferences, muted conversations and the notification outbox.
+/// Notification preferences and muted conversations.
 extension SQLiteTransaction {
     func preferences(of uids: [String]) throws -> [String: NotificationPreferences] {
         guard let reference else { return try storedPreferences(of: uids) }
@@ -94,50 +94,5 @@ extension SQLiteTransaction {
             INSERT INTO notification_preferences (uid, preferences) VALUES (?, ?)
             ON CONFLICT (uid) DO UPDATE SET preferences = excluded.preferences
             """, [.text(uid), .text(coder.encodeString(preferences))])
-    }
-
-    /// Up to `outboxRowsPerStatement` rows per `INSERT` (one statement per row cost a fifth of
-    /// routing in a large group); each row count has its own cached statement. `OR IGNORE`: an
-    /// `INSERT` of several rows that could fail halfway (a NOT NULL check, which these bound values
-    /// never fail; the key is the rowid SQLite assigns) runs inside a statement journal, which
-    /// keeps a copy of each page the statement changes that the transaction had changed before, in
-    /// 1 KiB allocations; with IGNORE nothing can fail halfway (and no row here is ever skipped),
-    /// so there is none. Measured: 20 fewer allocations a round trip, and a send into a
-    /// 1,000-member group a fifth quicker.
-    func appendNotifications(_ recipients: [NotificationRecipient], messageId: Int64, at time: Int64) throws {
-        var start = 0
-        while start < recipients.count {
-            let rows = recipients[start..<min(start + Self.outboxRowsPerStatement, recipients.count)]
-            var values: [SQLValue] = []
-            values.reserveCapacity(rows.count * 4)
-            for recipient in rows {
-                values.append(.text(recipient.uid))
-                values.append(.int(messageId))
-                values.append(.text(recipient.reason.rawValue))
-                values.append(.int(time))
-            }
-            try db.run(Self.outboxInsert(rows: rows.count), values)
-            start += rows.count
-        }
-    }
-
-    static let outboxRowsPerStatement = 64
-    static let outboxInserts = (1...outboxRowsPerStatement).map { count in
-        "INSERT OR IGNORE INTO outbox (uid, message_id, reason, created_at) VALUES "
-            + Array(repeating: "(?, ?, ?, ?)", count: count).joined(separator: ", ")
-    }
-    static func outboxInsert(rows: Int) -> String { outboxInserts[rows - 1] }
-
-    func notifications(for uid: String, after seq: Int64, limit: Int) throws -> NotificationPage {
-        let start = try logStart("outbox")
-        let records = try db.query(
-            "SELECT seq, uid, message_id, reason, created_at FROM outbox WHERE uid = ? AND seq > ? ORDER BY seq LIMIT ?",
-            [.text(uid), .int(seq), .int(Int64(limit))]
-        ) { row in
-            NotificationRecord(
-                seq: row.int(0), uid: row.text(1), messageId: row.int(2),
-                reason: NotificationReason(rawValue: row.text(3)) ?? .message, createdAt: row.int(4))
-        }
-        return NotificationPage(records: records, missed: seq < start ? (seq + 1)...start : nil)
     }
 }

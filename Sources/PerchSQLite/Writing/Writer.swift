@@ -35,6 +35,7 @@ final class Writer: Sendable {
     private let notifier: EventNotifier
     private let cache: EventCache
     private let memberships: Memberships
+    private let watermarks: NotificationWatermarks
     /// Used by whoever owns the connection, like the connection.
     private let reference = ReferenceCache()
     private let checkpointer: Checkpointer
@@ -46,8 +47,9 @@ final class Writer: Sendable {
 
     init(
         connection: ConnectionBox, maximumBatch: Int, notifier: EventNotifier, cache: EventCache,
-        memberships: Memberships, checkpointer: Checkpointer
+        memberships: Memberships, watermarks: NotificationWatermarks, checkpointer: Checkpointer
     ) {
+        self.watermarks = watermarks
         self.checkpointer = checkpointer
         state = Lock((jobs: [], closed: false, owner: .none))
         self.maximumBatch = maximumBatch
@@ -86,6 +88,7 @@ final class Writer: Sendable {
                 }
                 let db = tx.db
                 let appended = tx.appended.count
+                let notified = tx.notified.count
                 let lastSequence = tx.lastEventSequence
                 let pruned = tx.prunedEvents
                 do {
@@ -97,6 +100,7 @@ final class Writer: Sendable {
                         _ = try? db.run("ROLLBACK TO job")
                         _ = try? db.run("RELEASE job")
                         tx.appended.removeSubrange(appended...)
+                        tx.notified.removeSubrange(notified...)
                         // An event the body appended is gone: it must not count as committed.
                         tx.lastEventSequence = lastSequence
                         tx.prunedEvents = pruned
@@ -272,12 +276,14 @@ final class Writer: Sendable {
             reference.forget()
             notifier.commitFailed()
         }
-        // In this order: remembered memberships go stale, then the events enter the cache, then
-        // they count as committed (readers build pages from memory on that order).
+        // In this order: remembered memberships go stale, then the events enter the cache and the
+        // notifications the watermarks, then they count as committed (readers build pages from
+        // memory on that order, and a stream woken by a message finds its notification).
         if commitError == nil {
             if tx.changedMembers { memberships.invalidate() }
             cache.insert(tx.appended)
             if tx.prunedEvents > 0 { cache.forget(through: tx.prunedEvents) }
+            if !tx.notified.isEmpty { watermarks.advance(tx.notified) }
         }
         if commitError == nil, tx.lastEventSequence > 0 {
             if foreign {

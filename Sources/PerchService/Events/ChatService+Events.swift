@@ -49,22 +49,51 @@ extension ChatService {
     /// Follows `uid`'s events after `seq`, as a session: pages through the backlog, then waits for
     /// new commits, handing each page to `deliver` (an empty one too) until `deliver` answers
     /// false or the task is cancelled. Only the first page can have ``EventPage/missed`` (a stream
-    /// resumed from before the log's start).
+    /// resumed from before the log's start). With `notifications`, each page also carries the
+    /// user's notifications routed since the stream began (its start is now, not `seq`: a client
+    /// reads what it missed from ``notifications(for:after:limit:unreadOnly:)``); the outbox is
+    /// read only when the store says something new is there for the user.
     /// - Throws: what reading a page throws (a store failure).
     public func followEvents(
-        for uid: String, session: String? = nil, after seq: Int64, _ deliver: (EventPage) -> Bool
+        for uid: String, session: String? = nil, after seq: Int64, notifications: Bool = false,
+        _ deliver: (EventPage) -> Bool
     ) async throws(ChatError) {
         var cursor = seq
+        var notified: Int64 = 0
+        if notifications {
+            notified = try await reading { tx in
+                try tx.latestNotifications(for: uid, before: nil, limit: 1, unreadOnly: false).first?.seq ?? 0
+            }
+        }
         while !Task.isCancelled {
             // A short page scanned everything committed when it was read (its `scannedThrough` is
             // the snapshot's newest event): wait for the user's next event, which returns at once
             // when more was committed since.
-            let page = try await events(for: uid, session: session, after: cursor)
+            var page = try await events(for: uid, session: session, after: cursor)
+            if notifications { page.notifications = try await newNotifications(for: uid, page, after: &notified) }
             guard deliver(page) else { return }
             cursor = max(cursor, page.scannedThrough)
             if page.isFull { continue }
             await waitForEvents(after: cursor, for: uid, session: session)
         }
+    }
+
+    /// The user's notifications after `cursor` that a stream has not shown yet, moving `cursor`
+    /// past them. The store's watermark is read before the outbox: every row up to it is committed,
+    /// so the cursor may move to it even when the rows read end earlier. A store without one is
+    /// read when the page brings someone else's new message.
+    func newNotifications(for uid: String, _ page: EventPage, after cursor: inout Int64) async throws(ChatError)
+        -> [NotificationRecord]
+    {
+        let watermark = store.notifiedThrough(uid)
+        if let watermark {
+            guard watermark > cursor else { return [] }
+        } else {
+            guard page.events.contains(where: { $0.name.isNewMessage && $0.message?.sender != uid }) else { return [] }
+        }
+        let records = try await notifications(for: uid, after: cursor, limit: 1000).records
+        cursor = max(cursor, watermark ?? 0, records.last?.seq ?? 0)
+        return records
     }
 
     /// A live stream of `uid`'s events after `seq`, as a session (``followEvents(for:session:after:_:)``).

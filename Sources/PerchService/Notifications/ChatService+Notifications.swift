@@ -38,18 +38,6 @@ extension ChatService {
         }
     }
 
-    /// The user's notification outbox after `seq`, oldest first, and what the retention removed
-    /// after `seq` before this read (``NotificationPage/missed``).
-    public func notifications(for uid: String, after seq: Int64 = 0, limit: Int = 100) async throws(ChatError)
-        -> NotificationPage
-    {
-        guard (1...1000).contains(limit) else { throw .badRequest("limit", "must be 1–1000") }
-        return try await reading { tx in
-            _ = try Self.requireUser(tx, uid)
-            return try tx.notifications(for: uid, after: seq, limit: limit)
-        }
-    }
-
     /// Inside a send: routes the new message to its recipients' outboxes.
     static func route(
         _ tx: any ChatWriteTransaction, _ message: Message, subscribers: Set<String>,

@@ -35,6 +35,10 @@ public protocol ChatStore: Sendable {
     func waitForEvents(
         after seq: Int64, for uid: String?, session: String?, ignoringOwnMessages: Bool, endingAtTick: Bool)
         async
+    /// The newest outbox row of `uid` that this store's own commits appended, known without a
+    /// read (0: none yet); nil when the store does not keep it, and a live stream then reads the
+    /// outbox whenever its user is sent a message.
+    func notifiedThrough(_ uid: String) -> Int64?
     /// Closes the store; later calls fail with ``StoreClosedError``.
     func close() async
 }
@@ -56,6 +60,8 @@ public protocol StoreFailure: Error {
 }
 
 extension ChatStore {
+    public func notifiedThrough(_ uid: String) -> Int64? { nil }
+
     public func events(for uid: String, session: String?, after seq: Int64, limit: Int) async throws -> EventPage {
         try await read { tx in try tx.events(for: uid, session: session, after: seq, limit: limit) }
     }
@@ -63,7 +69,7 @@ extension ChatStore {
 
 /// The typed reads the service needs. Implementations answer from their own indexes; the rules
 /// live in the service, not here.
-public protocol ChatReadTransaction {
+public protocol ChatReadTransaction: NotificationReadTransaction {
     func user(_ uid: String) throws -> User?
     func users(limit: Int, after uid: String?) throws -> [User]
     func group(_ guid: String) throws -> Group?
@@ -117,9 +123,6 @@ public protocol ChatReadTransaction {
     func mutes(conversationId: String) throws -> [String: Int64]
     /// A user's muted conversations, expired ones included, by conversation id.
     func mutedConversations(uid: String) throws -> [MutedConversation]
-    /// The user's outbox rows after `seq`, oldest first, and the rows after `seq` the retention
-    /// removed before the reader came (``NotificationPage/missed``).
-    func notifications(for uid: String, after seq: Int64, limit: Int) throws -> NotificationPage
     /// The events `uid` may see after `seq`, oldest first, leaving out those excluded for `session`.
     func events(for uid: String, session: String?, after seq: Int64, limit: Int) throws -> EventPage
     func cursor(consumer: String) throws -> Int64?
@@ -139,7 +142,7 @@ public protocol ChatReadTransaction {
 }
 
 /// The typed writes; every write transaction can also read.
-public protocol ChatWriteTransaction: ChatReadTransaction {
+public protocol ChatWriteTransaction: ChatReadTransaction, NotificationWriteTransaction {
     func insertUser(_ user: User) throws
     func updateUser(_ user: User) throws
     func insertGroup(_ group: Group) throws
@@ -168,8 +171,6 @@ public protocol ChatWriteTransaction: ChatReadTransaction {
     /// Mutes a conversation (`receiver`, from the user's side) for a user until `until` (0: until
     /// unmuted), or with nil unmutes it.
     func setMuted(uid: String, _ receiver: Receiver, until: Int64?) throws
-    /// Appends one outbox row per recipient of a message, in the order given.
-    func appendNotifications(_ recipients: [NotificationRecipient], messageId: Int64, at time: Int64) throws
     func removeSaves(of messageId: Int64) throws
     func appendEvent(_ event: ChatEvent, audience: EventAudience) throws -> Int64
     func setCursor(consumer: String, seq: Int64, at time: Int64) throws
@@ -271,6 +272,9 @@ public struct EventPage: Sendable {
     /// The sequences after the reader's that the retention removed before it read them: the page
     /// starts after them. Nil when nothing the reader asked for was pruned.
     public var missed: ClosedRange<Int64>?
+    /// The user's notifications routed since the stream's last page, oldest first, with their
+    /// messages (``ChatService/followEvents(for:session:after:notifications:_:)`` fills them).
+    public var notifications: [NotificationRecord] = []
 
     public init(events: [ChatEvent], scannedThrough: Int64, isFull: Bool = false, missed: ClosedRange<Int64>? = nil) {
         self.events = events
@@ -313,36 +317,6 @@ public struct ThreadCursor: Sendable, Hashable {
     public init(updatedAt: Int64, parentMessageId: Int64) {
         self.updatedAt = updatedAt
         self.parentMessageId = parentMessageId
-    }
-}
-
-/// One entry of a user's notification outbox.
-public struct NotificationRecord: Sendable, Hashable, Codable {
-    public var seq: Int64
-    public var uid: String
-    public var messageId: Int64
-    public var reason: NotificationReason
-    public var createdAt: Int64
-
-    public init(seq: Int64, uid: String, messageId: Int64, reason: NotificationReason, createdAt: Int64) {
-        self.seq = seq
-        self.uid = uid
-        self.messageId = messageId
-        self.reason = reason
-        self.createdAt = createdAt
-    }
-}
-
-/// A page of a user's notification outbox.
-public struct NotificationPage: Sendable {
-    public var records: [NotificationRecord]
-    /// The outbox sequences after the reader's that the retention removed before it read them
-    /// (some may have been the reader's): the page starts after them. Nil when none were.
-    public var missed: ClosedRange<Int64>?
-
-    public init(records: [NotificationRecord], missed: ClosedRange<Int64>? = nil) {
-        self.records = records
-        self.missed = missed
     }
 }
 

@@ -58,9 +58,10 @@ let package = Package(
                 "PerchRegex", "PerchYAML", "PerchLock",
             ]
         ),
-        // The host's HTTP client for plugins reached over HTTP (URLSession): apart, so that a program
-        // embedding the host without it does not load libcurl.
-        .target(name: "PerchHTTPClient", dependencies: ["PerchHost"]),
+        // The host's HTTP clients: for plugins reached over HTTP (URLSession), and libcurl's lanes
+        // for the Matrix backend and the notification webhooks. Apart, so that a program embedding
+        // the host without them does not load libcurl.
+        .target(name: "PerchHTTPClient", dependencies: ["CCurl", "PerchHost", "PerchLock"]),
         // Example plugins, loaded and run by the tests (examples/plugins holds the Python one).
         .target(name: "PerchExamplePlugins", dependencies: ["PerchHost", "PerchChat", "PerchLock"]),
         // The HTTP API: CometChat-shaped REST and Server-Sent Events on libmicrohttpd.
@@ -74,7 +75,7 @@ let package = Package(
         // The Matrix backend: the homeserver's rooms mirrored into the store, the bots' actions carried out there.
         .target(
             name: "PerchMatrix",
-            dependencies: ["CCurl", "PerchHost", "PerchService", "PerchConfig", "PerchChat", "PerchLock"]),
+            dependencies: ["PerchHTTPClient", "PerchHost", "PerchService", "PerchConfig", "PerchChat", "PerchLock"]),
         // The test harness for plugin authors: a host in-process on a temporary directory.
         .target(
             name: "PerchTesting",
@@ -145,7 +146,10 @@ let package = Package(
             ]),
         .testTarget(
             name: "PerchHTTPClientTests",
-            dependencies: ["PerchHTTPClient", "PerchHTTP", "PerchHost", "PerchLock", "PerchTestSupport"]),
+            dependencies: [
+                "PerchHTTPClient", "PerchHTTP", "PerchHost", "PerchLock", "PerchTestSupport", "PerchService",
+                "PerchConfig", "PerchChat",
+            ]),
         .testTarget(
             name: "PerchExamplePluginsTests",
             dependencies: ["PerchExamplePlugins", "PerchHost", "PerchChat", "PerchTesting", "PerchTestSupport"]),

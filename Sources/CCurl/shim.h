@@ -40,18 +40,24 @@ static inline CURL *perch_curl_new(void) { return curl_easy_init(); }
 static inline void perch_curl_free(CURL *handle) { curl_easy_cleanup(handle); }
 
 /// One request on `handle`, which keeps its connection to the server alive between requests.
-/// `body` may be NULL; `authorization` is the header's value or NULL. Returns libcurl's code
-/// (CURLE_OK when an answer came, whatever its status), with `error` (CURL_ERROR_SIZE bytes) saying
-/// why otherwise.
+/// `body` may be NULL; `extra` holds more header lines ("Name: value"), each ended by '\n', or is
+/// NULL. Returns libcurl's code (CURLE_OK when an answer came, whatever its status), with `error`
+/// (CURL_ERROR_SIZE bytes) saying why otherwise.
 static inline int perch_curl_perform(
-    CURL *handle, const char *method, const char *url, const char *authorization, const char *body,
+    CURL *handle, const char *method, const char *url, const char *extra, const char *body,
     size_t length, long timeout_ms, volatile int *cancel, perch_curl_answer *answer, char *error) {
     curl_easy_reset(handle);
     struct curl_slist *headers = NULL;
     char line[4096];
-    if (authorization) {
-        snprintf(line, sizeof(line), "Authorization: %s", authorization);
-        headers = curl_slist_append(headers, line);
+    for (const char *start = extra; start && *start;) {
+        const char *end = strchr(start, '\n');
+        size_t size = end ? (size_t) (end - start) : strlen(start);
+        if (size > 0 && size < sizeof(line)) {
+            memcpy(line, start, size);
+            line[size] = 0;
+            headers = curl_slist_append(headers, line);
+        }
+        start = end ? end + 1 : start + size;
     }
     if (body) headers = curl_slist_append(headers, "Content-Type: application/json");
     headers = curl_slist_append(headers, "Expect:");

@@ -132,6 +132,7 @@ public enum RunCommand {
                 return 1
             }
         }
+        let deliveries = await startWebhooks(loaded.config, host: host, logger: logger)
         let watcher = FileWatcher(paths: [configPath, loaded.resolve(loaded.config?.botsDirectory ?? "bots")])
         let signals: SignalWatcher
         do {
@@ -146,6 +147,7 @@ public enum RunCommand {
         } catch {
             logger.error("\(error)")
             server?.stop()
+            for delivery in deliveries { delivery.cancel() }
             await host.stop()
             return 1
         }
@@ -186,8 +188,25 @@ public enum RunCommand {
         signals.finish()
         manager.stopping()
         server?.stop()
+        for delivery in deliveries { delivery.cancel() }
+        for delivery in deliveries { await delivery.value }
         await host.stop()
         return 0
+    }
+
+    /// Starts posting routed notifications to each of `notifications.webhooks`, each on libcurl
+    /// lanes of its own (a receiver that is slow to answer holds up no other).
+    static func startWebhooks(_ config: PerchConfiguration?, host: BotHost, logger: HostLogger) async
+        -> [Task<Void, Never>]
+    {
+        guard let config, !config.notifications.webhooks.isEmpty, let service = await host.service else { return [] }
+        return config.notifications.webhooks.map { webhook in
+            let delivery = WebhookDelivery(
+                webhook: webhook, service: service, client: CurlPostClient(lanes: 8, name: "perch-webhook"),
+                logger: logger, metrics: host.metrics)
+            logger.info("posting notifications to \(webhook.name)", ["events": webhook.events.map(\.rawValue).joined(separator: ",")])
+            return Task { await delivery.run() }
+        }
     }
 
     /// What the web chat is served from and told at start.

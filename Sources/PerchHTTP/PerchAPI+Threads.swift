@@ -175,20 +175,7 @@ extension PerchAPI {
         ]
     }
 
-    /// A notification: its outbox row (`id` and `seq` are its sequence), why it was routed, when
-    /// it was read (0: unread), and its message as the caller sees it now (null when they may no
-    /// longer read it), with the thread's parent as `parentMessage`.
-    static func notificationJSON(_ record: NotificationRecord) -> String {
-        var writer = JSONWriter()
-        writer.raw(
-            #"{"id":\#(record.seq),"seq":\#(record.seq),"messageId":\#(record.messageId),"reason":"\#(record.reason.rawValue)","#
-                + #""createdAt":\#(record.createdAt),"readAt":\#(record.readAt),"uid":"#)
-        writer.string(record.uid)
-        writer.raw(#","message":"#)
-        if let message = record.message { writer.message(message) } else { writer.raw("null") }
-        writer.raw("}")
-        return writer.output
-    }
+    static func notificationJSON(_ record: NotificationRecord) -> String { record.json }
 
     static func preferencesJSON(_ preferences: NotificationPreferences) -> String {
         """

@@ -1,5 +1,6 @@
 import Foundation
 import PerchChat
+import PerchHTTPClient
 
 /// One account's calls to a homeserver's client-server API (spec v1.x), on libcurl (``CurlLane``).
 ///
@@ -61,7 +62,7 @@ public final class MatrixClient: Sendable {
         let answer: CurlLane.Answer
         do {
             answer = try await (lane == .calls ? calls : polls).perform(
-                method, url.absoluteString, authorization: authenticated ? "Bearer \(token)" : nil,
+                method, url.absoluteString, headers: authenticated ? [("Authorization", "Bearer \(token)")] : [],
                 body: body?.encoded, timeout: timeout)
         } catch {
             if Task.isCancelled || error.cancelled { throw MatrixError(.cancelled, call: name) }

@@ -1,3 +1,4 @@
+import Foundation
 import PerchChat
 import PerchYAML
 
@@ -71,9 +72,37 @@ struct ConfigValidator {
         range("limits.botHops", config.limits.botHops, 0...20)
         range("limits.messagesPerMinute", config.limits.messagesPerMinute, 0...100_000)
         validateStrings()
+        validateWebhooks()
         if config.backend == .embedded { validateSeed() }
         validateMatrix()
         return findings
+    }
+
+    /// `notifications.webhooks`: a URL to post to, a secret long enough to be one, names apart.
+    mutating func validateWebhooks() {
+        var names: [String: Int] = [:]
+        for (index, webhook) in config.notifications.webhooks.enumerated() {
+            let path = "notifications.webhooks[\(index)]"
+            if let url = URL(string: webhook.url), let scheme = url.scheme?.lowercased(), ["http", "https"].contains(scheme),
+                url.host?.isEmpty == false
+            {
+                if let first = names[webhook.name] {
+                    error(
+                        path + ".name",
+                        "'\(webhook.name)' names notifications.webhooks[\(first)] too; give each webhook a name of its own")
+                }
+                names[webhook.name] = names[webhook.name] ?? index
+            } else {
+                error(path + ".url", "'\(webhook.url)' is not an http or https URL")
+            }
+            if webhook.secret.utf8.count < 16 {
+                error(path + ".secret", BotValidator.shortSecret("a webhook's secret"))
+            }
+            if webhook.events.isEmpty { error(path + ".events", "lists no reason: the webhook would get nothing") }
+            range(path + ".maxAttempts", webhook.maxAttempts, 1...1_000)
+            range(path + ".maxBackoffSeconds", webhook.maxBackoffSeconds, 1...3_600)
+            range(path + ".timeoutSeconds", webhook.timeoutSeconds, 1...300)
+        }
     }
 
     /// Whether `host` (of `server.listen`) is reachable from this machine only.

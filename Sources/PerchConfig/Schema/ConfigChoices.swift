@@ -7,3 +7,4 @@ extension GroupType: ConfigChoice, ConfigChoiceNames {}
 extension GroupMemberScope: ConfigChoice, ConfigChoiceNames {}
 extension PinOverflow: ConfigChoice, ConfigChoiceNames {}
 extension PinOverflow: ConfigPlaceholder { public static var placeholder: PinOverflow { .refuse } }
+extension NotificationReason: ConfigChoice, ConfigChoiceNames {}

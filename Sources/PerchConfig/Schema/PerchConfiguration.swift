@@ -248,16 +248,19 @@ public struct NotificationDefaults: Decodable, Sendable {
     public var group: ConversationPreferences = .groupDefault
     /// `oneOnOne` (the same defaults).
     public var oneOnOne: ConversationPreferences = .oneOnOneDefault
+    /// `webhooks` (default none): receivers every routed notification is posted to.
+    public var webhooks: [NotificationWebhook] = []
 
     public init() {}
 
-    enum CodingKeys: String, CodingKey { case group, oneOnOne }
+    enum CodingKeys: String, CodingKey { case group, oneOnOne, webhooks }
 
     public init(from decoder: any Decoder) throws {
         let c = try decoder.container(keyedBy: CodingKeys.self)
         group = try c.decodeIfPresent(PreferenceSet.self, forKey: .group)?.resolved(.groupDefault) ?? .groupDefault
         oneOnOne =
             try c.decodeIfPresent(PreferenceSet.self, forKey: .oneOnOne)?.resolved(.oneOnOneDefault) ?? .oneOnOneDefault
+        webhooks = try c.decodeIfPresent([NotificationWebhook].self, forKey: .webhooks) ?? []
     }
 
     public var preferences: NotificationPreferences { NotificationPreferences(group: group, oneOnOne: oneOnOne) }

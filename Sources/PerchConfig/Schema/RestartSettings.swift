@@ -53,6 +53,7 @@ extension PerchConfiguration {
         compare("limits.messagesPerMinute", running.limits.messagesPerMinute, limits.messagesPerMinute)
         compare("notifications.group", running.notifications.group, notifications.group, shown: false)
         compare("notifications.oneOnOne", running.notifications.oneOnOne, notifications.oneOnOne, shown: false)
+        compare("notifications.webhooks", running.notifications.webhooks, notifications.webhooks, shown: false)
         // The web chat is told these once, at start (the bots read the new ones at the reload).
         let (oldGate, newGate) = (running.ui.threadSubscription, ui.threadSubscription)
         compare("ui.threadSubscription.enabled", oldGate.enabled, newGate.enabled)

@@ -47,6 +47,13 @@ public final class HostMetrics: Sendable {
             .counter, "Direct messages that brought the new replies of followed threads to their followers."
         ),
         "perch_notifications_pruned_total": (.counter, "Notification outbox rows the retention removed."),
+        "perch_webhook_posts_total": (
+            .counter, "Posts of notifications to webhooks, by webhook and outcome (delivered, failed)."
+        ),
+        "perch_webhook_dead_letters_total": (
+            .counter, "Notifications a webhook gave up on after its last try (dead letters), by webhook."
+        ),
+        "perch_webhook_backlog": (.gauge, "Outbox rows a webhook has not handled yet, by webhook."),
         "perch_plugin_garbage_lines_total": (.counter, "Lines from an external plugin that were not JSON-RPC."),
         "perch_plugin_output_lines_total": (
             .counter, "Lines an external plugin wrote to be logged (stderr, stdout off the protocol), logged or not."

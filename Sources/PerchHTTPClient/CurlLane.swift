@@ -10,21 +10,24 @@ import PerchLock
 /// message than the whole of a Python bot framework's handling; a blocking `curl_easy_perform` on a
 /// thread of its own costs a few tens of microseconds. A lane's thread waits for its next request;
 /// a long-poll waits on its own lane, so it never holds up a send.
-final class CurlLane: @unchecked Sendable {
-    struct Answer: Sendable {
-        var status: Int
-        var body: Data
+public final class CurlLane: @unchecked Sendable {
+    public struct Answer: Sendable {
+        public var status: Int
+        public var body: Data
     }
 
-    struct Failure: Error, Sendable {
-        var reason: String
-        var cancelled: Bool
+    public struct Failure: Error, Sendable {
+        public var reason: String
+        public var cancelled: Bool
+        /// No answer came in the time given.
+        public var timedOut: Bool
     }
 
     private struct Job {
         var method: String
         var url: String
-        var authorization: String?
+        /// Header lines ("Name: value"), each ended by a newline.
+        var headers: String
         var body: Data?
         var timeoutMilliseconds: Int
         var cancel: CancelFlag
@@ -44,24 +47,27 @@ final class CurlLane: @unchecked Sendable {
 
     private static let initialized: Bool = perch_curl_global_init() == 0
 
-    init(name: String) {
+    public init(name: String) {
         _ = Self.initialized
         let thread = Thread { [self] in run() }
         thread.name = name
         thread.start()
     }
 
-    /// Makes a request; returns its answer (any status), or throws when none came.
-    func perform(_ method: String, _ url: String, authorization: String?, body: Data?, timeout: Duration)
-        async throws(Failure) -> Answer
-    {
+    /// Makes a request with `headers` (a JSON body's `Content-Type` is set here); returns its
+    /// answer (any status), or throws when none came.
+    public func perform(
+        _ method: String, _ url: String, headers: [(String, String)] = [], body: Data?, timeout: Duration
+    ) async throws(Failure) -> Answer {
+        // A line break in a value would start a header of its own: it is not sent.
+        let lines = headers.filter { !($0.0 + $0.1).contains(where: \.isNewline) }.map { "\($0.0): \($0.1)\n" }
         let milliseconds = Int(
             timeout.components.seconds * 1000 + timeout.components.attoseconds / 1_000_000_000_000_000)
         let cancel = CancelFlag()
         let result = await withTaskCancellationHandler {
             await withCheckedContinuation { (continuation: CheckedContinuation<Result<Answer, Failure>, Never>) in
                 let job = Job(
-                    method: method, url: url, authorization: authorization, body: body,
+                    method: method, url: url, headers: lines.joined(), body: body,
                     timeoutMilliseconds: max(1, milliseconds), cancel: cancel,
                     done: { continuation.resume(returning: $0) })
                 let accepted = jobs.withLock { state -> Bool in
@@ -72,7 +78,7 @@ final class CurlLane: @unchecked Sendable {
                 if accepted {
                     ready.signal()
                 } else {
-                    continuation.resume(returning: .failure(Failure(reason: "closed", cancelled: true)))
+                    continuation.resume(returning: .failure(Failure(reason: "closed", cancelled: true, timedOut: false)))
                 }
             }
         } onCancel: {
@@ -83,7 +89,7 @@ final class CurlLane: @unchecked Sendable {
     }
 
     /// Ends the lane's thread once the requests queued before are done.
-    func close() {
+    public func close() {
         jobs.withLock { $0.closed = true }
         ready.signal()
     }
@@ -104,10 +110,10 @@ final class CurlLane: @unchecked Sendable {
             var answer = perch_curl_answer(status: 0, body: nil, size: 0, capacity: 0)
             let code: Int32 = job.method.withCString { method in
                 job.url.withCString { url in
-                    withOptionalCString(job.authorization) { authorization in
+                    job.headers.withCString { extra in
                         (job.body ?? Data()).withUnsafeBytes { raw in
                             perch_curl_perform(
-                                handle, method, url, authorization,
+                                handle, method, url, extra,
                                 job.body == nil
                                     ? nil
                                     : raw.baseAddress?.assumingMemoryBound(to: CChar.self)
@@ -123,14 +129,12 @@ final class CurlLane: @unchecked Sendable {
                 job.done(.success(Answer(status: answer.status, body: body)))
             } else {
                 let reason = String(decoding: error.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
-                job.done(.failure(Failure(reason: reason, cancelled: code == 42 /* CURLE_ABORTED_BY_CALLBACK */)))
+                job.done(
+                    .failure(
+                        Failure(
+                            reason: reason, cancelled: code == 42 /* CURLE_ABORTED_BY_CALLBACK */,
+                            timedOut: code == 28 /* CURLE_OPERATION_TIMEDOUT */)))
             }
         }
     }
-}
-
-/// Calls `body` with `text` as a C string, or with nil.
-private func withOptionalCString<T>(_ text: String?, _ body: (UnsafePointer<CChar>?) -> T) -> T {
-    guard let text else { return body(nil) }
-    return text.withCString { body($0) }
 }

@@ -23,7 +23,7 @@ struct APIClient {
         var request = URLRequest(url: URL(string: base.absoluteString + path)!)
         request.httpMethod = method
         request.setValue(apiKey, forHTTPHeaderField: "apikey")
-        request.setValue(onBehalfOf, forHTTPHeaderField: "onBehalfOf")
+        if !onBehalfOf.isEmpty { request.setValue(onBehalfOf, forHTTPHeaderField: "onBehalfOf") }
         if let body {
             request.httpBody = try JSONSerialization.data(withJSONObject: body)
             request.setValue("application/json", forHTTPHeaderField: "Content-Type")
@@ -68,7 +68,8 @@ struct APIClient {
     /// connection before answering).
     @discardableResult
     func tail(
-        after: Int64? = nil, connected: () -> Void = {}, _ line: (String, [String: Any]) -> Void
+        _ path: String = "/v3/events", after: Int64? = nil, connected: () -> Void = {},
+        _ line: (String, [String: Any]) -> Void
     ) throws -> Int64? {
         guard let host = base.host, let port = base.port else { throw Failure(description: "bad --url") }
         let unanswered = Failure(description: "cannot connect to \(host):\(port)", cannotConnect: true)
@@ -86,8 +87,9 @@ struct APIClient {
         }
         guard status == 0 else { throw unanswered }
         let resume = after.map { "Last-Event-ID: \($0)\r\n" } ?? ""
+        let user = onBehalfOf.isEmpty ? "" : "onBehalfOf: \(onBehalfOf)\r\n"
         let request = Array(
-            ("GET /v3/events HTTP/1.0\r\nHost: \(host)\r\napikey: \(apiKey)\r\nonBehalfOf: \(onBehalfOf)\r\n"
+            ("GET \(path) HTTP/1.0\r\nHost: \(host)\r\napikey: \(apiKey)\r\n\(user)"
                 + "Accept: text/event-stream\r\n\(resume)\r\n").utf8)
         // Plain system calls: FileHandle's write traps on a connection reset (a host stopping).
         let sent = request.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
@@ -133,7 +135,10 @@ struct APIClient {
                 buffer.removeSubrange(...newline)
                 if text.hasPrefix("id: "), let id = Int64(text.dropFirst(4)) { last = id }
                 if text.hasPrefix("event: ") { name = String(text.dropFirst(7)) }
-                if text.hasPrefix("data: "), name.hasPrefix("on") || name == "perch.gap",
+                // The events' stream carries the user's notifications too: shown only when asked for.
+                let shown =
+                    (name.hasPrefix("on") && (name != "onNotification" || path != "/v3/events")) || name == "perch.gap"
+                if text.hasPrefix("data: "), shown,
                     let object = try? JSONSerialization.jsonObject(
                         with: Data(text.dropFirst(6).utf8)) as? [String: Any]
                 {
@@ -156,17 +161,17 @@ struct APIClient {
     /// when the first connection fails or the host refuses the stream (a wrong key): those do not
     /// get better by waiting.
     func follow(
-        retry: Duration = .seconds(1), stopping: () -> Bool = { false }, say: (String) -> Void,
-        _ line: (String, [String: Any]) -> Void
+        _ path: String = "/v3/events", retry: Duration = .seconds(1), stopping: () -> Bool = { false },
+        say: (String) -> Void, _ line: (String, [String: Any]) -> Void
     ) throws {
-        var last = try tail(line)
+        var last = try tail(path, line)
         let pause = Double(retry.components.seconds) + Double(retry.components.attoseconds) / 1e18
         while !stopping() {
             say("the stream ended (the host stopped or restarted); connecting again every \(retry)")
             while !stopping() {
                 Thread.sleep(forTimeInterval: pause)
                 do {
-                    last = try tail(after: last, connected: { say("connected again") }, line)
+                    last = try tail(path, after: last, connected: { say("connected again") }, line)
                     break
                 } catch let failure as Failure where failure.cannotConnect {
                     continue
@@ -178,6 +183,15 @@ struct APIClient {
     /// One line of `perch tail`: the event's name, its message, and who did it when that is not
     /// the message's sender (a reaction's reactor and reaction, an edit's, unpin's or save's actor).
     static func describe(event name: String, _ object: [String: Any]) -> String {
+        if name == "onNotification" {
+            let message = object["message"] as? [String: Any]
+            var line = "notification for \(object["uid"] ?? "?") (\(object["reason"] ?? "?")): "
+            line += message.map(describe) ?? "#\(object["messageId"] ?? "?") (no longer readable)"
+            if let message, let receiver = message["receiverUid"] as? String {
+                line += message["receiverType"] as? String == "group" ? " in \(receiver)" : " to \(receiver)"
+            }
+            return line
+        }
         if let message = object["message"] as? [String: Any] {
             var line = "\(name) \(describe(message))"
             if let reaction = object["reaction"] as? [String: Any] {
@@ -218,7 +232,9 @@ struct APIClient {
 /// `perch tail`, `perch pins`, `perch threads`, and `perch send` over HTTP.
 enum ClientCommands {
     static func client(_ parsed: ParsedArguments) throws -> APIClient {
-        guard let uid = parsed.options["as"] else { throw UsageError("--as UID is required") }
+        // Every user's notifications are the app's to read: `tail --notifications` without `--as`.
+        let asApp = parsed.command == "tail" && parsed.flags.contains("notifications")
+        guard let uid = parsed.options["as"] ?? (asApp ? "" : nil) else { throw UsageError("--as UID is required") }
         guard let key = ProcessInfo.processInfo.environment["PERCH_API_KEY"], !key.isEmpty else {
             throw UsageError("set PERCH_API_KEY to the host's API key (make run keeps one in data/.dev-api-key)")
         }
@@ -243,7 +259,8 @@ enum ClientCommands {
         guard
             let parsed = ParsedArguments.forCommand(
                 arguments, valued: ["config", "as", "group", "to", "thread", "quote", "url", "limit", "wait"],
-                positional: command == "send" ? 1 : 0, exitCode: &exitCode)
+                flags: command == "tail" ? ["notifications"] : [], positional: command == "send" ? 1 : 0,
+                exitCode: &exitCode)
         else { return exitCode }
         do {
             let api = try client(parsed)
@@ -291,10 +308,16 @@ enum ClientCommands {
                     print("\(APIClient.describe(parent))  (\(count) \(count == 1 ? "reply" : "replies"))")
                 }
             default:
-                print("tailing events for \(api.onBehalfOf); Ctrl-C stops")
-                try api.follow(say: { FileHandle.standardError.write(Data("perch tail: \($0)\n".utf8)) }) {
-                    name, object in print(APIClient.describe(event: name, object))
-                }
+                let notifications = parsed.flags.contains("notifications")
+                let whose = api.onBehalfOf.isEmpty ? "everyone" : api.onBehalfOf
+                print(
+                    notifications
+                        ? "tailing notifications of \(whose); Ctrl-C stops"
+                        : "tailing events for \(whose); Ctrl-C stops")
+                try api.follow(
+                    notifications ? "/v3/notifications/stream" : "/v3/events",
+                    say: { FileHandle.standardError.write(Data("perch tail: \($0)\n".utf8)) }
+                ) { name, object in print(APIClient.describe(event: name, object)) }
             }
             return 0
         } catch let error as UsageError {

@@ -7,12 +7,16 @@ public struct ParsedArguments: Sendable {
     /// `--help` or `-h` was given: the command prints its usage and does nothing else.
     public var wantsHelp = false
     public var positional: [String] = []
+    /// The options given that take no value (`--notifications`).
+    public var flags: Set<String> = []
 
     /// Parses `arguments` (without the program name). `valued` lists the options, each taking a
-    /// value; any other `--word` is refused, and so are more than `positional` arguments after the
-    /// command (a word that would otherwise be ignored, such as a config path given without
-    /// `--config`).
-    public init(_ arguments: [String], valued: Set<String>, positional allowed: Int = 0) throws(UsageError) {
+    /// value, and `flags` those that take none; any other `--word` is refused, and so are more than
+    /// `positional` arguments after the command (a word that would otherwise be ignored, such as a
+    /// config path given without `--config`).
+    public init(_ arguments: [String], valued: Set<String>, flags known: Set<String> = [], positional allowed: Int = 0)
+        throws(UsageError)
+    {
         var index = 0
         while index < arguments.count {
             let word = arguments[index]
@@ -36,6 +40,8 @@ public struct ParsedArguments: Sendable {
                         value = arguments[index]
                     }
                     options[name] = value
+                } else if known.contains(name), value == nil {
+                    flags.insert(name)
                 } else {
                     throw UsageError("unknown option --\(name)")
                 }
@@ -57,12 +63,13 @@ extension ParsedArguments {
     /// A command's words parsed, or nil once they were answered: `--help` prints the usage (exit
     /// 0), a mistake is printed with it (exit 64). What every entry point of `perch` does first.
     static func forCommand(
-        _ arguments: [String], valued: Set<String>, positional: Int = 0, exitCode: inout Int32,
+        _ arguments: [String], valued: Set<String>, flags: Set<String> = [], positional: Int = 0,
+        exitCode: inout Int32,
         print write: (String) -> Void = { print($0) },
         printError: (String) -> Void = { FileHandle.standardError.write(Data(($0 + "\n").utf8)) }
     ) -> ParsedArguments? {
         do {
-            let parsed = try ParsedArguments(arguments, valued: valued, positional: positional)
+            let parsed = try ParsedArguments(arguments, valued: valued, flags: flags, positional: positional)
             guard parsed.wantsHelp else { return parsed }
             write(Perch.usage)
             exitCode = 0

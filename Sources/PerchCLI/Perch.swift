@@ -22,6 +22,8 @@ public enum Perch {
                                                                --local [--wait SECONDS] into the local database
           tail --as UID                                        live events of a user, readable; through the
                                                                host's restarts, missing none
+          tail --notifications [--as UID]                      notifications as they are routed: everyone's,
+                                                               or one user's
           pins --as UID (--group GUID | --to UID)              a conversation's pinned messages
           threads --as UID                                     a user's threads inbox
           verify [--config config.yaml]                        check every page of the database, read-only

@@ -204,7 +204,9 @@ public enum RunCommand {
             let delivery = WebhookDelivery(
                 webhook: webhook, service: service, client: CurlPostClient(lanes: 8, name: "perch-webhook"),
                 logger: logger, metrics: host.metrics)
-            logger.info("posting notifications to \(webhook.name)", ["events": webhook.events.map(\.rawValue).joined(separator: ",")])
+            logger.info(
+                "posting notifications to \(webhook.name)",
+                ["events": webhook.events.map(\.rawValue).joined(separator: ",")])
             return Task { await delivery.run() }
         }
     }

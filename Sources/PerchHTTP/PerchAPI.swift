@@ -425,6 +425,22 @@ extension PerchAPI {
             },
             route("GET", "v3/ws", name: "ws", ownsConnection: true) { api, request in try await api.webSocket(request)
             },
+            // Server-Sent Events of notifications as they are routed: the caller's, or, for the
+            // app, everyone's (`perch tail --notifications`).
+            route("GET", "v3/notifications/stream", name: "notifications.stream", ownsConnection: true) {
+                api, request in
+                let source =
+                    request.caller.isApp
+                    ? ChatEventSource(routedBy: api.service, metrics: api.metrics)
+                    : ChatEventSource(notificationsOf: request.caller.uid, service: api.service, metrics: api.metrics)
+                return HTTPResponse(
+                    status: 200,
+                    headers: [
+                        ("Content-Type", "text/event-stream"), ("Cache-Control", "no-cache"),
+                        ("X-Accel-Buffering", "no"),
+                    ],
+                    stream: source)
+            },
             // The app's API key fires every rule on the hook; a rule's own secret (a signature or
             // a token a service such as GitHub or GitLab sends) fires that rule.
             route("POST", "v3/hooks/{name}", name: "hooks", authenticated: false) { api, request in

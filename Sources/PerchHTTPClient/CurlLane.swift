@@ -78,7 +78,8 @@ public final class CurlLane: @unchecked Sendable {
                 if accepted {
                     ready.signal()
                 } else {
-                    continuation.resume(returning: .failure(Failure(reason: "closed", cancelled: true, timedOut: false)))
+                    continuation.resume(
+                        returning: .failure(Failure(reason: "closed", cancelled: true, timedOut: false)))
                 }
             }
         } onCancel: {

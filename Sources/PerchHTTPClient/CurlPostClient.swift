@@ -24,7 +24,8 @@ public final class CurlPostClient: PluginHTTPClient {
         if Task.isCancelled { throw .cancelled }
         do {
             let answer = try await lanes[index].perform(
-                "POST", url.absoluteString, headers: headers.filter { $0.key.lowercased() != "content-type" }.map { ($0.key, $0.value) },
+                "POST", url.absoluteString,
+                headers: headers.filter { $0.key.lowercased() != "content-type" }.map { ($0.key, $0.value) },
                 body: Data(body), timeout: time)
             return (answer.status, Array(answer.body))
         } catch {

@@ -1,5 +1,6 @@
 import Foundation
 import PerchHTTP
+import PerchLock
 import PerchTestSupport
 import PerchTesting
 import Synchronization
@@ -47,6 +48,50 @@ import Testing
             await #expect(throws: APIClient.Failure.self) { _ = try await client.call("GET", "/v3/messages/99999") }
             http.server.stop()
             _ = await tail.value
+        }
+    }
+
+    /// `perch tail --notifications`: without `--as`, every user's notifications as they are routed
+    /// (the app's view); with it, that user's only.
+    @Test func theTerminalClientTailsNotifications() async throws {
+        try await withHTTPChat { http in
+            let everyone = APIClient(base: URL(string: http.base)!, apiKey: apiKey, onBehalfOf: "")
+            let bobs = APIClient(base: URL(string: http.base)!, apiKey: apiKey, onBehalfOf: "bob")
+            let lines = Lock<[String: [String]]>([:])
+            let tailEveryone = Task {
+                await onThread {
+                    try? everyone.tail("/v3/notifications/stream") { event, object in
+                        lines.withLock { $0["everyone", default: []].append(APIClient.describe(event: event, object)) }
+                    }
+                }
+            }
+            let tailBob = Task {
+                await onThread {
+                    try? bobs.tail("/v3/notifications/stream") { event, object in
+                        lines.withLock { $0["bob", default: []].append(APIClient.describe(event: event, object)) }
+                    }
+                }
+            }
+            #expect(
+                try await waitUntil(.seconds(20)) { http.chat.host.metrics.value("perch_sse_connections") >= 2 })
+            let sent = try await http.chat.post("hi <@uid:bob>", as: "carol", to: .group("room"))
+            let direct = try await http.chat.post("psst", as: "alice", to: .user("carol"))
+            #expect(
+                try await waitUntil(.seconds(10)) {
+                    lines.withLock { ($0["everyone"]?.count ?? 0) >= 3 && ($0["bob"]?.count ?? 0) >= 1 }
+                })
+            try await Task.sleep(for: .milliseconds(100))
+            let seen = lines.withLock { $0 }
+            #expect(
+                seen["everyone"]?.sorted() == [
+                    "notification for alice (message): #\(sent.id) carol: hi <@uid:bob> in room",
+                    "notification for bob (mention): #\(sent.id) carol: hi <@uid:bob> in room",
+                    "notification for carol (message): #\(direct.id) alice: psst to carol",
+                ])
+            #expect(seen["bob"] == ["notification for bob (mention): #\(sent.id) carol: hi <@uid:bob> in room"])
+            http.server.stop()
+            _ = await tailEveryone.value
+            _ = await tailBob.value
         }
     }
 

@@ -35,7 +35,8 @@ import Testing
         #expect(webhooks[0].name == "https://push.example.org")
         #expect(webhooks[0].secret == "0123456789abcdef-pager")
         #expect(webhooks[0].events == NotificationReason.allCases)
-        #expect(webhooks[0].maxAttempts == 30 && webhooks[0].maxBackoffSeconds == 300 && webhooks[0].timeoutSeconds == 10)
+        #expect(
+            webhooks[0].maxAttempts == 30 && webhooks[0].maxBackoffSeconds == 300 && webhooks[0].timeoutSeconds == 10)
         #expect(webhooks[1].events == [.mention, .subscribedThread] && webhooks[1].name == "local")
     }
 

@@ -35,7 +35,9 @@ import Testing
 
         /// The notifications delivered (answered 2xx), each once, by message text.
         func bodies() -> [[String: Any]] {
-            posts.withLock { $0 }.compactMap { try? JSONSerialization.jsonObject(with: Data($0.body)) as? [String: Any] }
+            posts.withLock { $0 }.compactMap {
+                try? JSONSerialization.jsonObject(with: Data($0.body)) as? [String: Any]
+            }
         }
 
         func stop() async { await onThread { [server] in server.stop() } }
@@ -112,7 +114,9 @@ import Testing
                 Set(receiver.bodies().compactMap { ($0["notification"] as? [String: Any])?["seq"] as? Int }).count == 9
                     && receiver.posts.withLock { $0.count } >= 21
             }
-            try await eventually { metrics.value("perch_webhook_posts_total", ["webhook": "pager", "outcome": "delivered"]) == 9 }
+            try await eventually {
+                metrics.value("perch_webhook_posts_total", ["webhook": "pager", "outcome": "delivered"]) == 9
+            }
             running.cancel()
             await running.value
             let answered = receiver.posts.withLock { $0 }.dropFirst(12)

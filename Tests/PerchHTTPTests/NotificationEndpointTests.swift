@@ -16,7 +16,8 @@ import Testing
             }
             let newest = try await http.call("GET", "/v3/notifications?order=newest&limit=2", as: .user("bob"))
             #expect(newest.status == 200)
-            #expect(newest.list.compactMap { ($0["message"] as? [String: Any])?["text"] as? String } == ["three", "two"])
+            #expect(
+                newest.list.compactMap { ($0["message"] as? [String: Any])?["text"] as? String } == ["three", "two"])
             let meta = newest.json["meta"] as? [String: Any]
             #expect(meta?["unreadCount"] as? Int == 3)
             let before = try #require((meta?["next"] as? [String: Any])?["before"] as? Int)
@@ -27,7 +28,8 @@ import Testing
             #expect((first["message"] as? [String: Any])?["sender"] as? String == "carol")
 
             let id = try #require(first["id"] as? Int)
-            let marked = try await http.call("POST", "/v3/notifications/read", as: .user("bob"), json: #"{"ids":[\#(id)]}"#)
+            let marked = try await http.call(
+                "POST", "/v3/notifications/read", as: .user("bob"), json: #"{"ids":[\#(id)]}"#)
             #expect(marked.status == 200)
             #expect(marked.data["seqs"] as? [Int] == [id] && marked.data["unreadCount"] as? Int == 2)
             let unread = try await http.call("GET", "/v3/notifications?unread=true", as: .user("bob"))
@@ -46,12 +48,15 @@ import Testing
             let none = try await http.call("GET", "/v3/notifications?unread=true", as: .user("bob"))
             #expect(none.list.isEmpty && (none.json["meta"] as? [String: Any])?["unreadCount"] as? Int == 0)
 
-            for (query, field) in [("order=sideways", "order"), ("unread=maybe", "unread"), ("order=newest&before=x", "before")] {
+            for (query, field) in [
+                ("order=sideways", "order"), ("unread=maybe", "unread"), ("order=newest&before=x", "before"),
+            ] {
                 let refused = try await http.call("GET", "/v3/notifications?\(query)", as: .user("bob"))
                 #expect(refused.status == 400 && refused.errorField == field, "\(query)")
             }
             for (body, field) in [
-                ("{}", "ids"), (#"{"ids":[],"all":true}"#, "ids"), (#"{"ids":"x"}"#, "ids"), (#"{"ids":[1.5]}"#, "ids[0]"),
+                ("{}", "ids"), (#"{"ids":[],"all":true}"#, "ids"), (#"{"ids":"x"}"#, "ids"),
+                (#"{"ids":[1.5]}"#, "ids[0]"),
                 (#"{"ids":[]}"#, "ids"), (#"{"all":true,"extra":1}"#, "extra"),
             ] {
                 let refused = try await http.call("POST", "/v3/notifications/read", as: .user("bob"), json: body)
@@ -77,7 +82,8 @@ import Testing
                 var log: [String] = []
                 let frames = client.messages(until: { $0["type"] as? String == "notification" }, timeout: 10) ?? []
                 let notification = frames.last?["data"] as? [String: Any]
-                log.append("\(notification?["reason"] ?? "-") \((notification?["message"] as? [String: Any])?["text"] ?? "-")")
+                log.append(
+                    "\(notification?["reason"] ?? "-") \((notification?["message"] as? [String: Any])?["text"] ?? "-")")
                 let id = notification?["id"] as? Int ?? 0
                 // Marked read from another tab of bob's: this one hears it.
                 let tab = try WebSocketTestClient(port: port, headers: ["apikey": apiKey, "onBehalfOf": "bob"])

@@ -159,6 +159,12 @@ struct BotValidator {
             if plugin.exec != nil, plugin.url != nil {
                 error(loaded, path + ".url", "give `exec` or `url`, not both")
             }
+            if plugin.url != nil, plugin.notifications {
+                error(
+                    loaded, path + ".notifications",
+                    "a plugin reached over HTTP is posted its rules' calls only; post notifications to a URL with "
+                        + "config.yaml's notifications.webhooks (docs/notifications.md)")
+            }
             if let url = plugin.url {
                 validateURL(loaded, plugin, url, path: path)
             } else if plugin.secret != nil {

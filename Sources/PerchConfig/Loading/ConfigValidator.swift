@@ -83,13 +83,15 @@ struct ConfigValidator {
         var names: [String: Int] = [:]
         for (index, webhook) in config.notifications.webhooks.enumerated() {
             let path = "notifications.webhooks[\(index)]"
-            if let url = URL(string: webhook.url), let scheme = url.scheme?.lowercased(), ["http", "https"].contains(scheme),
+            if let url = URL(string: webhook.url), let scheme = url.scheme?.lowercased(),
+                ["http", "https"].contains(scheme),
                 url.host?.isEmpty == false
             {
                 if let first = names[webhook.name] {
                     error(
                         path + ".name",
-                        "'\(webhook.name)' names notifications.webhooks[\(first)] too; give each webhook a name of its own")
+                        "'\(webhook.name)' names notifications.webhooks[\(first)] too; give each webhook a name of its own"
+                    )
                 }
                 names[webhook.name] = names[webhook.name] ?? index
             } else {

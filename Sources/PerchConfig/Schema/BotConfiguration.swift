@@ -141,9 +141,12 @@ public struct PluginReference: Decodable, Sendable {
     public var timeoutMilliseconds: Int
     /// `config` (default none): handed to the plugin, which decodes it into its own type.
     public var config: ConfigSubtree?
+    /// `notifications` (default false): the plugin sees every routed notification (its
+    /// `onNotification` hook), to deliver them its own way. Swift and `exec` plugins only.
+    public var notifications: Bool
 
     enum CodingKeys: String, CodingKey {
-        case name, exec, url, secret, headers, config
+        case name, exec, url, secret, headers, config, notifications
         case timeoutMilliseconds = "timeout_ms"
     }
 
@@ -156,6 +159,7 @@ public struct PluginReference: Decodable, Sendable {
         headers = try c.decodeIfPresent([String: String].self, forKey: .headers)
         timeoutMilliseconds = try c.decodeIfPresent(Int.self, forKey: .timeoutMilliseconds) ?? 5000
         config = try c.decodeIfPresent(ConfigSubtree.self, forKey: .config)
+        notifications = try c.decodeIfPresent(Bool.self, forKey: .notifications) ?? false
     }
 }
 

@@ -94,6 +94,8 @@ public actor BotHost {
     var consumers: [String: Task<Void, Never>] = [:]
     var scheduler: Task<Void, Never>?
     var retention: Task<Void, Never>?
+    /// Hands routed notifications to the plugins that listen for them.
+    var notificationFeed: Task<Void, Never>?
     let matchCache = MatchCache()
 
     public init(configuration: LoadedConfiguration, options: Options = Options()) {
@@ -169,6 +171,10 @@ public actor BotHost {
         if options.consumeEvents { try await options.backend.start(host: self, service: service) }
         if options.schedulesFromTimer { startScheduler() }
         if options.schedulesFromTimer, options.consumeEvents { startRetention() }
+        if options.consumeEvents {
+            let feed = PluginNotificationFeed(roster: roster, service: service, logger: logger, metrics: metrics)
+            notificationFeed = Task { await feed.run() }
+        }
         state = .running
         logger.info("ready", ["bots": String(roster.count)])
     }
@@ -300,7 +306,8 @@ public actor BotHost {
         logger.info("stopping")
         scheduler?.cancel()
         retention?.cancel()
-        let tasks = Array(consumers.values)
+        notificationFeed?.cancel()
+        let tasks = Array(consumers.values) + (notificationFeed.map { [$0] } ?? [])
         consumers.removeAll()
         for task in tasks { task.cancel() }
         // Until the consumers end or the deadline passes, whichever is first. (A task group of the

@@ -1,5 +1,6 @@
 import PerchChat
 import PerchConfig
+import PerchService
 import PerchYAML
 
 /// A Swift plugin: code a bot runs on its events, configured from its bot file.
@@ -63,6 +64,12 @@ public protocol BotPlugin: Sendable {
     /// from the host's event bus, so a plugin's own follow control stays in step; never sent on
     /// failure.
     func onThreadSubscriptionChanged(parentMessageId: Int64, uid: String, isSubscribed: Bool) async
+    /// Every routed notification, each user's, with its message, when the bot file's plugin entry
+    /// says `notifications: true`: a plugin that delivers notifications its own way (a push
+    /// service, e-mail). At least once: after a host's crash, the last batch comes again (the
+    /// notification's `seq` tells a repeat). A hook that throws is logged and counted; the next
+    /// notification comes all the same.
+    func onNotification(_ notification: NotificationRecord, bot: BotIdentity) async throws
     /// Every event the bot hears. The default calls the hook named after the event; override it to
     /// take all events in one place.
     func onEvent(_ context: BotContext) async throws
@@ -83,6 +90,7 @@ extension BotPlugin {
     public func onMessageReactionRemoved(_ context: BotContext) async throws {}
     public func onGroupMemberEvent(_ context: BotContext) async throws {}
     public func onThreadSubscriptionChanged(parentMessageId: Int64, uid: String, isSubscribed: Bool) async {}
+    public func onNotification(_ notification: NotificationRecord, bot: BotIdentity) async throws {}
 
     public func onEvent(_ context: BotContext) async throws {
         switch context.event.name {

@@ -112,6 +112,17 @@ final class ExternalPlugin: BotPlugin, @unchecked Sendable {
 
     func onEvent(_ context: BotContext) async throws { try await call("event", context) }
 
+    /// `notification` with `{bot, plugin, notification}`; the answer's result is not read.
+    func onNotification(_ notification: NotificationRecord, bot: BotIdentity) async throws {
+        let json = (try? JSONDecoder().decode(JSONValue.self, from: Data(notification.json.utf8))) ?? .null
+        _ = try await request(
+            "notification",
+            params: .object([
+                "bot": .object(["name": .string(bot.name), "uid": .string(bot.uid)]),
+                "plugin": .string(pluginName), "notification": json,
+            ]))
+    }
+
     private func call(_ method: String, _ context: BotContext) async throws {
         let result = try await request(method, params: .object(Self.params(context)), context: context)
         try await Self.run(result, context)

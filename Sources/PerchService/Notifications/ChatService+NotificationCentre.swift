@@ -22,7 +22,9 @@ extension ChatService {
     /// The user's newest notifications before `seq` (nil: the newest of all), newest first, each
     /// with its message: a notification centre's list.
     /// - Throws: `ERR_BAD_REQUEST` (a limit outside 1–1000), `ERR_UID_NOT_FOUND`.
-    public func latestNotifications(for uid: String, before seq: Int64? = nil, limit: Int = 30, unreadOnly: Bool = false)
+    public func latestNotifications(
+        for uid: String, before seq: Int64? = nil, limit: Int = 30, unreadOnly: Bool = false
+    )
         async throws(ChatError) -> [NotificationRecord]
     {
         try Self.checkNotificationLimit(limit)

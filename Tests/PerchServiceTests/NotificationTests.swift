@@ -118,6 +118,51 @@ import Testing
         }
     }
 
+    /// With the default preferences (every reply notifies), an explicit unsubscribe still means
+    /// what its copy says: nothing of that thread until the user replies or is mentioned there.
+    @Test func anUnsubscribeMutesTheThreadInAGroupUntilAReplyOrAMention() async throws {
+        try await withChat { chat in
+            let root = try await chat.say("root", as: "dave")
+            _ = try await chat.say("bob's answer", as: "bob", parent: root.id)
+            _ = try await chat.service.unsubscribeFromThread(root.id, as: "bob")
+            let mark = try await chat.service.notifications(for: "bob").records.last?.seq ?? 0
+            _ = try await chat.say("carol's", as: "carol", parent: root.id)
+            let other = try await chat.say("elsewhere", as: "carol")
+            // Other messages of the group still notify; the thread does not.
+            #expect(try await reasons(chat, "bob", after: mark) == ["\(other.id):message"])
+            let mention = try await chat.say("what do you think <@uid:bob>", as: "carol", parent: root.id)
+            let next = try await chat.say("and then", as: "dave", parent: root.id)
+            #expect(
+                try await reasons(chat, "bob", after: mark) == [
+                    "\(other.id):message", "\(mention.id):mention", "\(next.id):reply",
+                ])
+            // Unsubscribed again, then replying lifts it too.
+            _ = try await chat.service.unsubscribeFromThread(root.id, as: "bob")
+            let quiet = try await chat.say("quiet", as: "dave", parent: root.id)
+            _ = try await chat.say("me again", as: "bob", parent: root.id)
+            let heard = try await chat.say("heard", as: "dave", parent: root.id)
+            let after = try await reasons(chat, "bob", after: mark)
+            #expect(!after.contains("\(quiet.id):reply") && after.last == "\(heard.id):reply")
+        }
+    }
+
+    @Test func anUnsubscribeMutesAOneOnOneThreadToo() async throws {
+        try await withChat { chat in
+            let root = try await chat.say("a question", as: "dave", to: .user("bob"))
+            _ = try await chat.say("an answer", as: "bob", to: .user("dave"), parent: root.id)
+            _ = try await chat.service.unsubscribeFromThread(root.id, as: "bob")
+            let mark = try await chat.service.notifications(for: "bob").records.last?.seq ?? 0
+            _ = try await chat.say("more", as: "dave", to: .user("bob"), parent: root.id)
+            let direct = try await chat.say("not in the thread", as: "dave", to: .user("bob"))
+            #expect(try await reasons(chat, "bob", after: mark) == ["\(direct.id):message"])
+            _ = try await chat.say("ok", as: "bob", to: .user("dave"), parent: root.id)
+            let later = try await chat.say("later", as: "dave", to: .user("bob"), parent: root.id)
+            #expect(try await reasons(chat, "bob", after: mark) == ["\(direct.id):message", "\(later.id):reply"])
+            // The other person's own unsubscription is theirs alone.
+            #expect(try await reasons(chat, "dave").contains { $0.hasSuffix(":reply") })
+        }
+    }
+
     @Test func onlyUsersWithAccessAreNotified() async throws {
         try await withChat { chat in
             try await chat.service.kick("dave", from: "g", by: "bob")

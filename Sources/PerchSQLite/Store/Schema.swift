@@ -333,5 +333,15 @@ enum Schema {
             at INTEGER NOT NULL
         );
         """,
+        // 14: explicit unsubscriptions from threads: the user hears nothing of the thread's replies
+        // until they reply or are mentioned there (or subscribe again), whatever their
+        // conversation-level preference. Read per reply by its thread.
+        """
+        CREATE TABLE thread_mutes (
+            parent_id INTEGER NOT NULL,
+            uid TEXT NOT NULL,
+            PRIMARY KEY (parent_id, uid)
+        ) WITHOUT ROWID;
+        """,
     ]
 }

@@ -76,10 +76,16 @@ extension SQLiteTransaction {
                 .text(uid), .int(parent.id), .text(parent.conversationId),
                 parent.receiverType == .group ? .text(parent.receiverUid) : .null, .int(time),
             ])
+        try db.run("DELETE FROM thread_mutes WHERE parent_id = ? AND uid = ?", [.int(parent.id), .text(uid)])
     }
 
     func unsubscribe(uid: String, from parentId: Int64) throws {
         try db.run("DELETE FROM thread_subscriptions WHERE uid = ? AND parent_id = ?", [.text(uid), .int(parentId)])
+        try db.run("INSERT OR IGNORE INTO thread_mutes (parent_id, uid) VALUES (?, ?)", [.int(parentId), .text(uid)])
+    }
+
+    func threadMutes(of parentId: Int64) throws -> [String] {
+        try db.query("SELECT uid FROM thread_mutes WHERE parent_id = ?", [.int(parentId)]) { $0.text(0) }
     }
 
     func touchThread(_ parentId: Int64, at time: Int64) throws {
@@ -91,6 +97,7 @@ extension SQLiteTransaction {
 
     func removeSubscriptions(of parentId: Int64) throws {
         try db.run("DELETE FROM thread_subscriptions WHERE parent_id = ?", [.int(parentId)])
+        try db.run("DELETE FROM thread_mutes WHERE parent_id = ?", [.int(parentId)])
     }
 
     /// The `EXPLAIN QUERY PLAN` details of an inbox page.

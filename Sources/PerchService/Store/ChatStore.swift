@@ -107,6 +107,9 @@ public protocol ChatReadTransaction: NotificationReadTransaction {
     func reactions(messageId: Int64, reaction: String?, limit: Int, after: Int64?) throws -> [Reaction]
     func subscribedThreads(uid: String, parentIds: [Int64]) throws -> Set<Int64>
     func threadSubscribers(of parentId: Int64) throws -> [String]
+    /// The users who unsubscribed from the thread and have not replied, been mentioned or
+    /// subscribed there since: its replies notify them of nothing.
+    func threadMutes(of parentId: Int64) throws -> [String]
     /// The user's accessible subscribed threads, `(parentId, updatedAt)`, by `(updatedAt, id)`
     /// descending after the cursor, optionally in one conversation.
     func subscribedThreadRows(uid: String, conversationId: String?, limit: Int, after cursor: ThreadCursor?) throws
@@ -162,7 +165,9 @@ public protocol ChatWriteTransaction: ChatReadTransaction, NotificationWriteTran
     func setReaction(_ reaction: Reaction, added: Bool) throws -> Int64?
     func removeReactions(of messageId: Int64) throws
     /// Subscribes (or re-subscribes, bumping `updatedAt`) a user to a thread.
+    /// Subscribes a user to a thread, lifting an unsubscription's mute.
     func subscribe(uid: String, to parent: Message, at time: Int64) throws
+    /// Unsubscribes a user from a thread, muting its replies for them (``threadMutes(of:)``).
     func unsubscribe(uid: String, from parentId: Int64) throws
     /// Bumps every subscriber's row of the thread (a new reply).
     func touchThread(_ parentId: Int64, at time: Int64) throws

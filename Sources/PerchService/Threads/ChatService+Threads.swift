@@ -18,8 +18,10 @@ extension ChatService {
         }
     }
 
-    /// Unsubscribes `uid` from the thread; its row leaves the inbox. Idempotent, and not sticky: a
-    /// later reply or mention subscribes the user again.
+    /// Unsubscribes `uid` from the thread; its row leaves the inbox, and its replies notify the
+    /// user of nothing, whatever their conversation-level preference, until they reply or are
+    /// mentioned there (or subscribe again). Idempotent, and not sticky: that reply or mention
+    /// subscribes the user again.
     /// - Throws: `ERR_UID_NOT_FOUND`, `ERR_MESSAGE_ID_NOT_FOUND`, `ERR_MESSAGE_NO_ACCESS`,
     ///   `ERR_MESSAGE_ACTION_NOT_ALLOWED`.
     public func unsubscribeFromThread(_ parentMessageId: Int64, as uid: String) async throws(ChatError) -> Message {

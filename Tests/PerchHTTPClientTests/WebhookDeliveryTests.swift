@@ -73,7 +73,8 @@ import Testing
             let plain = try await chat.say("to everyone", as: "dave")
             let mention = try await chat.say("hi <@uid:bob>", as: "dave")
             try await eventually { receiver.posts.withLock { $0.count } >= 1 }
-            try await Task.sleep(for: .milliseconds(100))
+            let routed = try await chat.service.newestNotificationSequence()
+            try await eventually { (try? await chat.service.deliveryCursor(of: "webhook:pager")) == routed }
             running.cancel()
             await running.value
 
@@ -117,6 +118,8 @@ import Testing
             try await eventually {
                 metrics.value("perch_webhook_posts_total", ["webhook": "pager", "outcome": "delivered"]) == 9
             }
+            // The queue moves past the batch once each row of it is delivered.
+            try await eventually { (try? await chat.service.deliveryCursor(of: "webhook:pager")) == expected.last }
             running.cancel()
             await running.value
             let answered = receiver.posts.withLock { $0 }.dropFirst(12)
@@ -154,7 +157,10 @@ import Testing
             _ = try await chat.say("hi <@uid:bob>", as: "dave")
             try await eventually { metrics.value("perch_webhook_dead_letters_total", ["webhook": "strict"]) == 1 }
             try await eventually { metrics.value("perch_webhook_dead_letters_total", ["webhook": "pager"]) == 1 }
-            try await Task.sleep(for: .milliseconds(50))
+            let routed = try await chat.service.newestNotificationSequence()
+            for name in ["webhook:pager", "webhook:strict"] {
+                try await eventually { (try? await chat.service.deliveryCursor(of: name)) == routed }
+            }
             for task in running { task.cancel() }
             for task in running { await task.value }
             // Away: every one of its 4 tries; refusing: 3 tries, whatever maxAttempts says.

@@ -87,21 +87,37 @@ import Testing
         }
     }
 
-    @Test func followAndUnfollowInAThreadAnswerWithTheSeedCopy() async throws {
+    /// The follow bot answers the asker alone, by direct message: nothing in the thread, so the
+    /// thread's other people are not notified of someone else's choice.
+    @Test func followAndUnfollowInAThreadAnswerTheAskerPrivatelyWithTheSeedCopy() async throws {
         try await withShippedHost { chat in
             let root = try await chat.post("Release notes", as: "alice", to: .group("general"))
             _ = try await chat.post("!follow", as: "dave", to: .group("general"), thread: root.id)
-            let subscribed = try await chat.waitForMessage(in: .group("general")) { $0.sender == "follow" }
+            let subscribed = try await chat.waitForMessage(in: .user("follow"), viewer: "dave") {
+                $0.sender == "follow"
+            }
             #expect(subscribed.text == "Subscribed. You'll be notified about new replies in this thread.")
-            #expect(subscribed.parentMessageId == root.id)
             #expect(try await chat.service.message(root.id, as: "dave").threadSubscribed)
 
             _ = try await chat.post("!unfollow", as: "dave", to: .group("general"), thread: root.id)
-            let unsubscribed = try await chat.waitForMessage(in: .group("general")) {
+            let unsubscribed = try await chat.waitForMessage(in: .user("follow"), viewer: "dave") {
                 $0.sender == "follow" && $0.text?.hasPrefix("Unsubscribed") == true
             }
             #expect(unsubscribed.text == "Unsubscribed. Notifications are off until you reply or are mentioned.")
             #expect(!(try await chat.service.message(root.id, as: "dave").threadSubscribed))
+            try await chat.settle()
+            // Nothing of the follow bot's in the thread. The thread-watcher echoes each reply there,
+            // quietly: nobody is notified of a bot's message, once per reply is the people's own.
+            let thread = try await chat.messages(in: .group("general"), viewer: "alice").filter {
+                $0.parentMessageId == root.id
+            }
+            #expect(thread.map(\.sender) == ["dave", "threadwatch", "dave", "threadwatch"])
+            let alices = try await chat.service.notifications(for: "alice").records
+            #expect(alices.compactMap { $0.message?.sender } == ["dave", "dave"])
+            let daves = try await chat.service.notifications(for: "dave").records
+            #expect(daves.allSatisfy { $0.message?.sender != "follow" && $0.message?.sender != "threadwatch" })
+            // No bot follows the thread it answered in.
+            #expect(try await chat.service.threadSubscribers(of: root.id) == ["alice"])
         }
     }
 
@@ -121,7 +137,7 @@ import Testing
         try await withShippedHost { chat in
             let quiet = try await chat.post("No replies yet", as: "alice", to: .group("general"))
             _ = try await chat.post("!follow", as: "carol", to: .group("general"), quote: quiet.id)
-            _ = try await chat.waitForMessage(in: .group("general")) { $0.sender == "follow" }
+            _ = try await chat.waitForMessage(in: .user("follow"), viewer: "carol") { $0.sender == "follow" }
             #expect(try await chat.service.message(quiet.id, as: "carol").threadSubscribed)
 
             let other = try await chat.post("Another", as: "alice", to: .group("general"))
@@ -129,9 +145,7 @@ import Testing
             _ = try await chat.waitFor("bob following") {
                 try await chat.service.message(other.id, as: "bob").threadSubscribed ? true : nil
             }
-            let answer = try await chat.waitForMessage(in: .group("general")) {
-                $0.sender == "follow" && $0.parentMessageId == other.id
-            }
+            let answer = try await chat.waitForMessage(in: .user("follow"), viewer: "bob") { $0.sender == "follow" }
             #expect(answer.text == "Subscribed. You'll be notified about new replies in this thread.")
 
             // A reply's id follows the thread it is in (a reply has no thread of its own).
@@ -143,14 +157,24 @@ import Testing
         }
     }
 
-    @Test func followOfAMessageThatIsNotThereAnswersUnavailable() async throws {
+    /// Trying again would not help, and the answer says why: a message that is not there (deleted,
+    /// or never sent) is not found; a thread the asker cannot read is unavailable to them.
+    @Test func followOfAMessageThatIsNotThereAnswersNotFound() async throws {
         try await withShippedHost { chat in
             let gone = try await chat.post("soon deleted", as: "carol", to: .group("general"))
             _ = try await chat.service.delete(gone.id, as: "carol")
             _ = try await chat.post("!follow \(gone.id)", as: "carol", to: .group("general"))
-            let answer = try await chat.waitForMessage(in: .group("general")) { $0.sender == "follow" }
-            // Trying again would not help: not "Couldn't update. Please try again."
-            #expect(answer.text == "You no longer have access to this thread.")
+            let answer = try await chat.waitForMessage(in: .user("follow"), viewer: "carol") { $0.sender == "follow" }
+            #expect(answer.text == "That thread does not exist.")
+            _ = try await chat.post("!follow 999999", as: "carol", to: .group("general"))
+            _ = try await chat.waitFor(timeout: .seconds(20), "the second answer") {
+                let answers = try await chat.messages(in: .user("follow"), viewer: "carol").filter {
+                    $0.sender == "follow"
+                }
+                return answers.count == 2 ? answers : nil
+            }
+            let answers = try await chat.messages(in: .user("follow"), viewer: "carol").filter { $0.sender == "follow" }
+            #expect(answers.map(\.text) == ["That thread does not exist.", "That thread does not exist."])
         }
     }
 
@@ -165,7 +189,9 @@ import Testing
             // A thread dave cannot see: a one-on-one between alice and bob.
             let secret = try await chat.post("private", as: "alice", to: .user("bob"))
             _ = try await chat.post("!follow \(secret.id)", as: "dave", to: .group("general"))
-            let unavailable = try await chat.waitForMessage(in: .group("general")) { $0.sender == "follow" }
+            let unavailable = try await chat.waitForMessage(in: .user("follow"), viewer: "dave") {
+                $0.sender == "follow" && $0.text?.hasPrefix("Subscribed") == false
+            }
             #expect(unavailable.text == "You no longer have access to this thread.")
         }
     }

@@ -81,6 +81,10 @@ public struct MessageDraft: Sendable, Hashable {
     public var muid: String
     public var parentMessageId: Int64
     public var quotedMessageId: Int64
+    /// Whether the message notifies anyone and subscribes anyone to its thread: nil leaves it to
+    /// the sender (a person's message does, a bot's does not); a bot's action sets it with
+    /// `notify: true`.
+    public var notify: Bool?
 
     public init(
         to receiver: Receiver, text: String? = nil, type: String = MessageType.text,

@@ -2,16 +2,18 @@ import PerchChat
 import PerchYAML
 
 /// One action of a rule. Written as a name when it takes nothing (`- pin`, `- delete`) or as a
-/// one-key mapping (`- reply: "Hi {sender.name}"`, `- pin: {as: app_system}`).
+/// one-key mapping (`- reply: "Hi {sender.name}"`, `- pin: {as: app_system}`). An action that sends
+/// a message may add `notify: true` beside its key: the message then notifies (and subscribes to
+/// its thread) as a person's does; a bot's messages are quiet otherwise.
 public enum Action: Sendable, Equatable {
     /// A new message in the same conversation (top level).
-    case reply(Template)
+    case reply(Template, notify: Bool = false)
     /// A reply in the thread of the message (its root when the message is itself a reply).
-    case replyInThread(Template)
+    case replyInThread(Template, notify: Bool = false)
     /// A quote reply to the message; on a quote reply, a plain reply (the 1-depth rule).
-    case quoteReply(Template)
+    case quoteReply(Template, notify: Bool = false)
     /// A one-on-one message from the bot to the sender.
-    case directMessage(Template)
+    case directMessage(Template, notify: Bool = false)
     /// Pin the message; `asSystem` pins as `app_system` (bots with `system: true` only), and
     /// `whenFull` says what happens when the conversation holds its most pins.
     case pin(asSystem: Bool, whenFull: PinOverflow = .refuse)
@@ -38,6 +40,9 @@ public enum Action: Sendable, Equatable {
         case `self`
         case user(String)
     }
+
+    /// The actions that send a message (and may say `notify`).
+    public static let sending = ["reply", "reply_in_thread", "quote_reply", "direct_message"]
 
     public static let names = [
         "reply", "reply_in_thread", "quote_reply", "direct_message", "pin", "unpin", "save", "react", "unreact",
@@ -84,10 +89,20 @@ public enum Action: Sendable, Equatable {
         }
     }
 
+    /// Whether the message the action sends notifies people (`notify: true`).
+    public var notifies: Bool {
+        switch self {
+        case .reply(_, let notify), .replyInThread(_, let notify), .quoteReply(_, let notify),
+            .directMessage(_, let notify):
+            return notify
+        default: return false
+        }
+    }
+
     /// The template the action sends, if any.
     public var template: Template? {
         switch self {
-        case .reply(let t), .replyInThread(let t), .quoteReply(let t), .directMessage(let t): return t
+        case .reply(let t, _), .replyInThread(let t, _), .quoteReply(let t, _), .directMessage(let t, _): return t
         default: return nil
         }
     }
@@ -99,10 +114,13 @@ extension Action: Decodable, ConfigPlaceholder {
     public init(from decoder: any Decoder) throws {
         let name: String
         var argument: YAMLNode?
+        var notify = false
         switch decoder.configNode?.content {
         case .scalar?:
             name = try decoder.singleValueContainer().decode(String.self)
-        case .mapping(let pairs)?:
+        case .mapping(let all)?:
+            // `notify` goes beside a sending action's key.
+            let pairs = all.filter { $0.key.scalar != "notify" }
             guard pairs.count == 1, let key = pairs[0].key.scalar else {
                 throw ConfigValueError(
                     "an action is one key (\(Self.names.joined(separator: ", "))), found \(pairs.count) keys")
@@ -110,6 +128,14 @@ extension Action: Decodable, ConfigPlaceholder {
             name = key
             argument = pairs[0].value
             _ = try decoder.container(keyedBy: PathKey.self).allKeys
+            if all.count > pairs.count {
+                guard Self.sending.contains(name) else {
+                    throw ConfigValueError(
+                        "`notify` goes with an action that sends a message (\(Self.sending.joined(separator: ", ")))")
+                }
+                notify = try decoder.container(keyedBy: PathKey.self).decode(
+                    Bool.self, forKey: PathKey(stringValue: "notify"))
+            }
         default:
             throw ConfigValueError("expected an action name or a one-key mapping")
         }
@@ -123,10 +149,10 @@ extension Action: Decodable, ConfigPlaceholder {
             return try decoder.container(keyedBy: PathKey.self).decode(WhoOption.self, forKey: key).who
         }
         switch name {
-        case "reply": self = .reply(try text())
-        case "reply_in_thread": self = .replyInThread(try text())
-        case "quote_reply": self = .quoteReply(try text())
-        case "direct_message": self = .directMessage(try text())
+        case "reply": self = .reply(try text(), notify: notify)
+        case "reply_in_thread": self = .replyInThread(try text(), notify: notify)
+        case "quote_reply": self = .quoteReply(try text(), notify: notify)
+        case "direct_message": self = .directMessage(try text(), notify: notify)
         case "pin":
             let options =
                 argument == nil

@@ -12,6 +12,7 @@ public struct StringTable: Decodable, Sendable {
         "THREAD_SUBSCRIPTION_FAILED": "Couldn't update. Please try again.",
         "THREAD_UNAVAILABLE": "You no longer have access to this thread.",
         // Perch's own, for the thread-follow bot.
+        "THREAD_NOT_FOUND": "That thread does not exist.",
         "THREAD_FOLLOW_USAGE":
             "Send !follow in a thread, as a quote reply to a message, or as !follow <messageId>.",
         // Perch's own, the first line of a bot's built-in `help` answer; `{name}` is the bot's name.

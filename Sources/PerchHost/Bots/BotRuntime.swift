@@ -319,13 +319,14 @@ final class BotRuntime: Sendable {
     ) {
         let template: Template
         switch action {
-        case .reply(let text), .replyInThread(let text), .quoteReply(let text), .directMessage(let text):
+        case .reply(let text, _), .replyInThread(let text, _), .quoteReply(let text, _), .directMessage(let text, _):
             template = text
         default: return
         }
         do {
             try sends.queue(
-                try context.draft(answer, render(template, context)), context: context, callerGoesOn: callerGoesOn
+                try context.draft(answer, render(template, context), notify: action.notifies), context: context,
+                callerGoesOn: callerGoesOn
             ) { [self] error in
                 failed(action, error, rule: rule)
             }
@@ -344,10 +345,13 @@ final class BotRuntime: Sendable {
     func perform(_ action: Action, context: BotContext, rule: String) async {
         do {
             switch action {
-            case .reply(let template): try await context.reply(render(template, context))
-            case .replyInThread(let template): try await context.replyInThread(render(template, context))
-            case .quoteReply(let template): try await context.quoteReply(render(template, context))
-            case .directMessage(let template): try await context.directMessage(render(template, context))
+            case .reply(let template, let notify): try await context.reply(render(template, context), notify: notify)
+            case .replyInThread(let template, let notify):
+                try await context.replyInThread(render(template, context), notify: notify)
+            case .quoteReply(let template, let notify):
+                try await context.quoteReply(render(template, context), notify: notify)
+            case .directMessage(let template, let notify):
+                try await context.directMessage(render(template, context), notify: notify)
             case .pin(let asSystem, let whenFull): try await context.pin(asSystem: asSystem, whenFull: whenFull)
             case .unpin: try await context.unpin()
             case .save: try await context.save()

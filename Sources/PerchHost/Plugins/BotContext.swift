@@ -84,34 +84,41 @@ public final class BotContext: Sendable {
 
     /// Sends `text` in the message's conversation, at the top level.
     @discardableResult
-    public func reply(_ text: String) async throws(ChatError) -> Message {
-        try await actions.send(try draft(.reply, text), context: self)
+    public func reply(_ text: String, notify: Bool = false) async throws(ChatError) -> Message {
+        try await actions.send(try draft(.reply, text, notify: notify), context: self)
     }
 
     /// Sends `text` in the message's thread (the root's, when the message is itself a reply).
     @discardableResult
-    public func replyInThread(_ text: String) async throws(ChatError) -> Message {
-        try await actions.send(try draft(.replyInThread, text), context: self)
+    public func replyInThread(_ text: String, notify: Bool = false) async throws(ChatError) -> Message {
+        try await actions.send(try draft(.replyInThread, text, notify: notify), context: self)
     }
 
     /// Quote-replies to the message (in its thread when it is a thread reply). A quote reply cannot
     /// be quoted (1-depth): then this sends a plain reply and logs why.
     @discardableResult
-    public func quoteReply(_ text: String) async throws(ChatError) -> Message {
-        try await actions.send(try draft(.quoteReply, text), context: self)
+    public func quoteReply(_ text: String, notify: Bool = false) async throws(ChatError) -> Message {
+        try await actions.send(try draft(.quoteReply, text, notify: notify), context: self)
     }
 
     /// Sends `text` one-on-one to the sender (on a reaction, whoever reacted).
     @discardableResult
-    public func directMessage(_ text: String) async throws(ChatError) -> Message {
-        try await actions.send(try draft(.directMessage, text), context: self)
+    public func directMessage(_ text: String, notify: Bool = false) async throws(ChatError) -> Message {
+        try await actions.send(try draft(.directMessage, text, notify: notify), context: self)
     }
 
     /// The kinds of message a bot sends in answer to an event.
     enum Answer { case reply, replyInThread, quoteReply, directMessage }
 
-    /// The draft of an answer to this event.
-    func draft(_ answer: Answer, _ text: String) throws(ChatError) -> MessageDraft {
+    /// The draft of an answer to this event; `notify`: it notifies people as a person's message
+    /// does (a bot's answers are quiet otherwise).
+    func draft(_ answer: Answer, _ text: String, notify: Bool = false) throws(ChatError) -> MessageDraft {
+        var draft = try quietDraft(answer, text)
+        draft.notify = notify
+        return draft
+    }
+
+    private func quietDraft(_ answer: Answer, _ text: String) throws(ChatError) -> MessageDraft {
         switch answer {
         case .directMessage:
             guard let sender = event.senderUid else {

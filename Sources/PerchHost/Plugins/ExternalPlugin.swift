@@ -168,7 +168,8 @@ final class ExternalPlugin: BotPlugin, @unchecked Sendable {
 
     /// One action of a plugin's answer, in the bot-file vocabulary.
     enum PluginAction {
-        case reply(String), replyInThread(String), quoteReply(String), directMessage(String)
+        case reply(String, notify: Bool), replyInThread(String, notify: Bool), quoteReply(String, notify: Bool)
+        case directMessage(String, notify: Bool)
         case pin(asSystem: Bool, whenFull: PinOverflow), unpin, save, delete, kick, ban
         case subscribe(String?), unsubscribe(String?)
 
@@ -189,11 +190,13 @@ final class ExternalPlugin: BotPlugin, @unchecked Sendable {
                 return text
             }
             let who = argument.stringValue ?? argument["who"]?.stringValue
+            // `{"reply": {"text": "…", "notify": true}}`: the message notifies people.
+            let notify = argument["notify"] == .bool(true)
             switch name {
-            case "reply": self = .reply(try text())
-            case "reply_in_thread": self = .replyInThread(try text())
-            case "quote_reply": self = .quoteReply(try text())
-            case "direct_message": self = .directMessage(try text())
+            case "reply": self = .reply(try text(), notify: notify)
+            case "reply_in_thread": self = .replyInThread(try text(), notify: notify)
+            case "quote_reply": self = .quoteReply(try text(), notify: notify)
+            case "direct_message": self = .directMessage(try text(), notify: notify)
             case "pin":
                 let identity = argument["as"]?.stringValue ?? "bot"
                 guard identity == "bot" || identity == User.system else {
@@ -235,10 +238,10 @@ final class ExternalPlugin: BotPlugin, @unchecked Sendable {
 
         func run(_ context: BotContext) async throws {
             switch self {
-            case .reply(let text): try await context.reply(text)
-            case .replyInThread(let text): try await context.replyInThread(text)
-            case .quoteReply(let text): try await context.quoteReply(text)
-            case .directMessage(let text): try await context.directMessage(text)
+            case .reply(let text, let notify): try await context.reply(text, notify: notify)
+            case .replyInThread(let text, let notify): try await context.replyInThread(text, notify: notify)
+            case .quoteReply(let text, let notify): try await context.quoteReply(text, notify: notify)
+            case .directMessage(let text, let notify): try await context.directMessage(text, notify: notify)
             case .pin(let asSystem, let whenFull): try await context.pin(asSystem: asSystem, whenFull: whenFull)
             case .unpin: try await context.unpin()
             case .save: try await context.save()

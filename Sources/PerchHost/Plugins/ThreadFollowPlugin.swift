@@ -7,11 +7,12 @@ import PerchChat
 /// it is in); the message quoted by the command (a quote reply to a top-level message follows that
 /// message's thread, replies or not); the thread the command was sent in. Success answers
 /// `THREAD_SUBSCRIBED_TOAST` or `THREAD_UNSUBSCRIBED_TOAST` (which says notifications come back on
-/// reply or mention);
-/// `ERR_MESSAGE_NO_ACCESS`, and `ERR_MESSAGE_ID_NOT_FOUND` (the thread's message is gone or never
-/// was: trying again would not help), answer `THREAD_UNAVAILABLE`; any other failure
-/// `THREAD_SUBSCRIPTION_FAILED`. With `ui.threadSubscription.enabled: false` or the bot's
-/// `thread_subscription: false` it answers nothing and makes no call.
+/// reply or mention); `ERR_MESSAGE_ID_NOT_FOUND` (the message is gone or never was) answers
+/// `THREAD_NOT_FOUND`, `ERR_MESSAGE_NO_ACCESS` `THREAD_UNAVAILABLE`; any other failure
+/// `THREAD_SUBSCRIPTION_FAILED`. The answer is the asker's alone: a direct message from the bot,
+/// never a reply in the thread, which would tell everyone and (were it not quiet) notify and
+/// subscribe the thread's author over someone else's choice. With `ui.threadSubscription.enabled:
+/// false` or the bot's `thread_subscription: false` it answers nothing and makes no call.
 ///
 /// Rules hand commands to it: `on: {command: follow}` → `- plugin: thread-follow`.
 public struct ThreadFollowPlugin: BotPlugin {
@@ -50,23 +51,26 @@ public struct ThreadFollowPlugin: BotPlugin {
         }
         let target = try await Self.target(of: message, arguments: command.args, context: context)
         guard let target else {
-            try await answer(context, in: message, text: context.strings.text("THREAD_FOLLOW_USAGE"))
+            try await context.directMessage(context.strings.text("THREAD_FOLLOW_USAGE"))
             return
         }
+        let answer: String
         do {
             if subscribe {
                 try await context.subscribe(message.sender, toThread: target)
             } else {
                 try await context.unsubscribe(message.sender, fromThread: target)
             }
-            let key = subscribe ? "THREAD_SUBSCRIBED_TOAST" : "THREAD_UNSUBSCRIBED_TOAST"
-            try await answer(context, in: message, thread: target, text: context.strings.text(key))
-        } catch let error as ChatError where error.code == .messageNoAccess || error.code == .messageIdNotFound {
-            try await answer(context, in: message, text: context.strings.text("THREAD_UNAVAILABLE"))
+            answer = context.strings.text(subscribe ? "THREAD_SUBSCRIBED_TOAST" : "THREAD_UNSUBSCRIBED_TOAST")
+        } catch let error as ChatError where error.code == .messageIdNotFound {
+            answer = context.strings.text("THREAD_NOT_FOUND")
+        } catch let error as ChatError where error.code == .messageNoAccess {
+            answer = context.strings.text("THREAD_UNAVAILABLE")
         } catch {
             context.logger.warning("thread subscription failed: \(error)")
-            try await answer(context, in: message, text: context.strings.text("THREAD_SUBSCRIPTION_FAILED"))
+            answer = context.strings.text("THREAD_SUBSCRIPTION_FAILED")
         }
+        try await context.directMessage(answer)
     }
 
     /// The thread a command points at, or nil when it points at none.
@@ -88,24 +92,5 @@ public struct ThreadFollowPlugin: BotPlugin {
         }
         if message.isReply { return message.parentMessageId }
         return nil
-    }
-
-    /// Answers in the thread (when it is in the command's conversation) or next to the command.
-    func answer(_ context: BotContext, in message: Message, thread: Int64? = nil, text: String) async throws {
-        if message.isReply || thread == nil {
-            if message.isReply {
-                try await context.replyInThread(text)
-            } else {
-                try await context.reply(text)
-            }
-            return
-        }
-        if let thread, let root = try? await context.service.message(thread, as: context.bot.uid),
-            root.conversationId == message.conversationId, let receiver = context.replyReceiver
-        {
-            try await context.send(MessageDraft(to: receiver, text: text, parentMessageId: root.id))
-        } else {
-            try await context.reply(text)
-        }
     }
 }

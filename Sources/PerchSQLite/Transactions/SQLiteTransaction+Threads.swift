@@ -84,6 +84,14 @@ extension SQLiteTransaction {
         try db.run("INSERT OR IGNORE INTO thread_mutes (parent_id, uid) VALUES (?, ?)", [.int(parentId), .text(uid)])
     }
 
+    func hasSubscribingReply(in parentId: Int64, before id: Int64) throws -> Bool {
+        try db.scalar(
+            """
+            SELECT 1 FROM messages m JOIN users u ON u.uid = m.sender
+            WHERE m.parent_id = ? AND m.id < ? AND u.role != ? LIMIT 1
+            """, [.int(parentId), .int(id), .text(User.botRole)]) != nil
+    }
+
     func threadMutes(of parentId: Int64) throws -> [String] {
         try db.query("SELECT uid FROM thread_mutes WHERE parent_id = ?", [.int(parentId)]) { $0.text(0) }
     }

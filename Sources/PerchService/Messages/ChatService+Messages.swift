@@ -117,12 +117,19 @@ extension ChatService {
             updatedAt: now)
         message.id = try tx.insertMessage(message)
         for id in uploads { try tx.addMediaReference(id, messageId: message.id) }
+        // A bot's message is quiet unless its action says `notify: true`: it subscribes nobody
+        // (the bot included) and notifies nobody, so an answer makes no thread noise.
+        let notifies = try draft.notify ?? (tx.user(sender)?.role != User.botRole)
         var subscribers: Set<String> = []
         if let parent {
             try tx.adjustReplyCount(of: parent.id, by: 1, updatedAt: now)
-            subscribers = try subscribeOnReply(tx, parent: parent, reply: message, at: now)
+            if notifies {
+                subscribers = try subscribeOnReply(tx, parent: parent, reply: message, at: now)
+            } else {
+                try tx.touchThread(parent.id, at: now)
+            }
         }
-        try route(tx, message, subscribers: subscribers, defaults: defaults, at: now)
+        if notifies { try route(tx, message, subscribers: subscribers, defaults: defaults, at: now) }
         let live = try decorateLive(tx, message, reactions: false)
         let event = ChatEvent(
             name: EventName.received(message), conversationId: conversationId, createdAt: now, message: live)

@@ -54,6 +54,9 @@ extension ChatService {
         where MutedConversation.holds(until: until, at: now) {
             silenced.insert(uid)
         }
+        // An explicit unsubscription mutes the thread's replies, whatever the preference, until
+        // the user replies or is mentioned there (this reply's own subscriptions lifted it already).
+        if message.isReply { silenced.formUnion(try tx.threadMutes(of: message.parentMessageId)) }
         let input = NotificationRouting.Input(
             message: message, audience: audience,
             preferences: stored.mapValues { $0.forReceiverType(message.receiverType) },

@@ -107,6 +107,9 @@ public protocol ChatReadTransaction: NotificationReadTransaction {
     func reactions(messageId: Int64, reaction: String?, limit: Int, after: Int64?) throws -> [Reaction]
     func subscribedThreads(uid: String, parentIds: [Int64]) throws -> Set<Int64>
     func threadSubscribers(of parentId: Int64) throws -> [String]
+    /// Whether a reply before `id` in the thread was sent by someone who is not a bot (a reply that
+    /// made the thread's automatic subscriptions).
+    func hasSubscribingReply(in parentId: Int64, before id: Int64) throws -> Bool
     /// The users who unsubscribed from the thread and have not replied, been mentioned or
     /// subscribed there since: its replies notify them of nothing.
     func threadMutes(of parentId: Int64) throws -> [String]

@@ -35,13 +35,16 @@ extension ChatService {
     }
 
     /// Inside a send: the automatic subscriptions of a new reply, then the bump of the thread.
-    /// Returns the thread's subscribers afterwards.
+    /// Returns the thread's subscribers afterwards. The thread's first reply is its first that
+    /// subscribes: quiet replies (a bot's) before it started nothing. A bot is never subscribed.
     static func subscribeOnReply(_ tx: any ChatWriteTransaction, parent: Message, reply: Message, at now: Int64)
         throws -> Set<String>
     {
+        let isFirstReply = try parent.replyCount == 0 || !tx.hasSubscribingReply(in: parent.id, before: reply.id)
         let candidates = ThreadSubscriptionRules.autoSubscribers(
-            parent: parent, reply: reply, isFirstReply: parent.replyCount == 0)
-        for uid in candidates where try tx.user(uid) != nil {
+            parent: parent, reply: reply, isFirstReply: isFirstReply)
+        for uid in candidates {
+            guard let user = try tx.user(uid), user.role != User.botRole else { continue }
             guard try participation(tx, uid: uid, towards: parent).canRead else { continue }
             try tx.subscribe(uid: uid, to: parent, at: now)
         }

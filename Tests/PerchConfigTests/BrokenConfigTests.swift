@@ -184,7 +184,7 @@ let brokenCases: [BrokenCase] = [
         "bots/b.yaml:2:7: error: unknown alias '*who': no anchor '&who' is defined before it"),
     .bot(
         "unknown trigger", "name: b\nuser: {uid: x}\nrules:\n  - on: thread_replies\n    do: [delete]\n",
-        "bots/b.yaml:4:9: error: rules[0].on: unknown trigger 'thread_replies'; did you mean 'thread_reply'? (triggers: message, thread_reply, mention, command, pinned, unpinned, edited, deleted, member_joined, reaction_added, reaction_removed, schedule, webhook)"
+        "bots/b.yaml:4:9: error: rules[0].on: unknown trigger 'thread_replies'; did you mean 'thread_reply'? (triggers: message, thread_reply, mention, command, pinned, unpinned, edited, deleted, member_joined, thread_subscribed, thread_unsubscribed, saved, unsaved, reaction_added, reaction_removed, schedule, webhook)"
     ),
     .bot(
         "trigger without its argument", "name: b\nuser: {uid: x}\nrules:\n  - on: command\n    do: [delete]\n",
@@ -407,7 +407,7 @@ let brokenCases: [BrokenCase] = [
     .bot(
         "who acted, on a new message",
         "name: b\nuser: {uid: b1}\nrules:\n  - on: message\n    do: [{reply: \"{actor.name}\"}]\n",
-        "bots/b.yaml:5:18: error: rules[0].do[0].reply: {actor...} is only set for pinned, unpinned, edited and deleted triggers"
+        "bots/b.yaml:5:18: error: rules[0].do[0].reply: {actor...} is only set for pinned, unpinned, edited, deleted, thread_subscribed, thread_unsubscribed, saved and unsaved triggers"
     ),
     .bot(
         "who acted, misspelt",

@@ -18,7 +18,7 @@ import Testing
         #expect(
             loaded.findings.map(\.description) == [
                 "bots/b.yaml:3:8: error: hears: unknown value 'nobody' (expected one of: all, commands, mentions)",
-                "bots/b.yaml:5:9: error: rules[0].on: unknown trigger 'nothing' (triggers: message, thread_reply, mention, command, pinned, unpinned, edited, deleted, member_joined, reaction_added, reaction_removed, schedule, webhook)",
+                "bots/b.yaml:5:9: error: rules[0].on: unknown trigger 'nothing' (triggers: message, thread_reply, mention, command, pinned, unpinned, edited, deleted, member_joined, thread_subscribed, thread_unsubscribed, saved, unsaved, reaction_added, reaction_removed, schedule, webhook)",
                 "config.yaml:2:17: error: features.pin: expected true or false, found a string 'maybe'",
                 "config.yaml:3:24: error: limits.savesPerUser: -1 is out of range; expected 1 to 10000",
                 "config.yaml:4:27: error: ui.threadSubscription.enabeld: unknown key 'enabeld'; did you mean 'enabled'?",

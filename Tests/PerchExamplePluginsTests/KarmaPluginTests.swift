@@ -31,11 +31,17 @@ import Testing
             let texts = try await chat.botMessages(in: .group("room")).compactMap(\.text)
             #expect(texts == ["swift has 1 points", "swift has 2 points", "swift has 2 points"])
             #expect(try await chat.service.pluginValue(bot: "b", key: "swift") == "2")
-            // The event bus tells plugins of a subscription made through the host.
+            // Plugins hear of every change of a subscription in the bot's conversations: one made
+            // through the host, and ones made elsewhere (the API, the web chat).
             let root = try await chat.post("root", as: "alice", to: .group("room"))
             try await chat.post("!sub", as: "carol", to: .group("room"), thread: root.id)
             try await chat.settle()
             #expect(KarmaPlugin.busLog.entries.contains("\(root.id):carol:true"))
+            _ = try await chat.service.subscribeToThread(root.id, as: "bob")
+            _ = try await chat.service.unsubscribeFromThread(root.id, as: "bob")
+            try await chat.settle()
+            let bobs = KarmaPlugin.busLog.entries.filter { $0.hasPrefix("\(root.id):bob:") }
+            #expect(bobs == ["\(root.id):bob:true", "\(root.id):bob:false"])
             // A failed subscription publishes nothing: bob is not in `other`.
             let elsewhere = try await chat.post("in other", as: "carol", to: .group("other"))
             try await chat.post("!subbob", as: "carol", to: .group("other"), thread: elsewhere.id)

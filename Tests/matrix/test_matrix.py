@@ -142,10 +142,10 @@ class ShippedBotsOnMatrix(unittest.TestCase):
         follow = world.bots["follow"]
         root = world.bob.say(world.general, "Who reviews the release notes?")
         world.alice.say(world.general, "!follow", thread=root)
-        answered = wait_for(lambda: [e for e in world.alice.timeline(world.general, 50)
-                                     if e["sender"] == follow.id and relation(e).get("event_id") == root])
+        # The answer is alice's alone: a direct message, nothing in the thread.
+        answered = wait_for(lambda: [e for e in world.direct_messages(world.alice, follow)
+                                     if "Subscribed." in e["content"]["body"]])
         self.assertTrue(answered, world.perch.log_text()[-2000:])
-        self.assertIn("Subscribed.", answered[0]["content"]["body"])
         before = len(world.direct_messages(world.alice, follow))
         reply = world.carol.say(world.general, "I can take them", thread=root)
         digest = wait_for(lambda: world.direct_messages(world.alice, follow)[before:], timeout=30)
@@ -153,12 +153,14 @@ class ShippedBotsOnMatrix(unittest.TestCase):
         self.assertIn("I can take them", digest[-1]["content"]["body"])
         self.assertIn(reply, digest[-1]["content"]["body"])
         world.alice.say(world.general, "!unfollow", thread=root)
-        wait_for(lambda: len([e for e in world.alice.timeline(world.general, 50)
-                              if e["sender"] == follow.id and relation(e).get("event_id") == root]) >= 2)
+        wait_for(lambda: [e for e in world.direct_messages(world.alice, follow)
+                          if e["content"]["body"].startswith("Unsubscribed.")])
         count = len(world.direct_messages(world.alice, follow))
         world.carol.say(world.general, "Done, by the way", thread=root)
         time.sleep(6)
         self.assertEqual(len(world.direct_messages(world.alice, follow)), count)
+        self.assertFalse([e for e in world.alice.timeline(world.general, 80)
+                          if e["sender"] == follow.id and relation(e).get("event_id") == root])
 
     def test_a_mapped_room_joined_on_invite_is_heard_from_the_join_on_and_others_are_declined(self):
         world = self.world

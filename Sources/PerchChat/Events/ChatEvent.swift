@@ -43,9 +43,13 @@ public struct ChatEvent: Sendable, Hashable, Codable {
     }
 
     /// Whom a bot's rules call the sender (`{sender...}`, `from`, `sender_scope`, a direct message,
-    /// `subscribe: sender`, a kick): whoever reacted, else the message's sender (of a pinned, edited
-    /// or deleted message too), else the member of a member event.
-    public var senderUid: String? { reaction?.uid ?? message?.sender ?? member?.uid }
+    /// `subscribe: sender`, a kick): who subscribed or unsubscribed, whoever reacted, else the
+    /// message's sender (of a pinned, edited or deleted message too), else the member of a member
+    /// event.
+    public var senderUid: String? {
+        if name == .threadSubscribed || name == .threadUnsubscribed { return actor }
+        return reaction?.uid ?? message?.sender ?? member?.uid
+    }
 }
 
 /// A change of group membership: who, by whom, and the scopes involved.
@@ -104,6 +108,11 @@ public enum EventName: String, Sendable, Hashable, Codable, CaseIterable {
     case memberAddedToGroup = "onMemberAddedToGroup"
     /// Perch's own: a user marked notifications read (reaches that user only).
     case notificationsRead = "onNotificationsRead"
+    /// Perch's own: `actor` subscribed to, or unsubscribed from, the thread of `message`, by any
+    /// means (a person's control, a command, a bot's action, a reply or mention); reaches the
+    /// user and the conversation's bots.
+    case threadSubscribed = "onThreadSubscribed"
+    case threadUnsubscribed = "onThreadUnsubscribed"
 
     /// The "received" callback for a new message of this type and category.
     public static func received(_ message: Message) -> EventName {

@@ -527,8 +527,14 @@ struct BotValidator {
             case "actor":
                 checkField(loaded, variable, at: path, among: ["uid", "name"])
                 switch trigger {
-                case .pinned?, .unpinned?, .edited?, .deleted?, nil: break
-                default: error(loaded, path, "{actor...} is only set for pinned, unpinned, edited and deleted triggers")
+                case .pinned?, .unpinned?, .edited?, .deleted?, .threadSubscribed?, .threadUnsubscribed?, .saved?,
+                    .unsaved?, nil:
+                    break
+                default:
+                    error(
+                        loaded, path,
+                        "{actor...} is only set for pinned, unpinned, edited, deleted, thread_subscribed, "
+                            + "thread_unsubscribed, saved and unsaved triggers")
                 }
             case "reaction":
                 if variable.count != 1 { error(loaded, path, "unknown placeholder; write {reaction}") }

@@ -17,6 +17,14 @@ public enum Trigger: Sendable, Equatable {
     case edited
     case deleted
     case memberJoined
+    /// Someone subscribed to (or unsubscribed from) a thread of a conversation the bot is in, by any
+    /// means; the message is the thread's root and the sender who (un)subscribed.
+    case threadSubscribed
+    case threadUnsubscribed
+    /// The bot's own user saved (or unsaved) a message, from another session (the web chat, the
+    /// API): saves are their saver's alone.
+    case saved
+    case unsaved
     /// Someone's reaction to a message (`onMessageReactionAdded`), any reaction or one of `reactions`.
     case reactionAdded(reactions: [String])
     /// Someone taking their reaction back (`onMessageReactionRemoved`), any or one of `reactions`.
@@ -37,7 +45,8 @@ public enum Trigger: Sendable, Equatable {
 
     public static let names = [
         "message", "thread_reply", "mention", "command", "pinned", "unpinned", "edited", "deleted", "member_joined",
-        "reaction_added", "reaction_removed", "schedule", "webhook",
+        "thread_subscribed", "thread_unsubscribed", "saved", "unsaved", "reaction_added", "reaction_removed",
+        "schedule", "webhook",
     ]
 
     /// The trigger's name in a bot file (`on: NAME`, or the key of its mapping).
@@ -52,6 +61,10 @@ public enum Trigger: Sendable, Equatable {
         case .edited: return "edited"
         case .deleted: return "deleted"
         case .memberJoined: return "member_joined"
+        case .threadSubscribed: return "thread_subscribed"
+        case .threadUnsubscribed: return "thread_unsubscribed"
+        case .saved: return "saved"
+        case .unsaved: return "unsaved"
         case .reactionAdded: return "reaction_added"
         case .reactionRemoved: return "reaction_removed"
         case .schedule: return "schedule"
@@ -108,6 +121,10 @@ extension Trigger: Decodable, ConfigPlaceholder {
             case "edited": self = .edited
             case "deleted": self = .deleted
             case "member_joined": self = .memberJoined
+            case "thread_subscribed": self = .threadSubscribed
+            case "thread_unsubscribed": self = .threadUnsubscribed
+            case "saved": self = .saved
+            case "unsaved": self = .unsaved
             case "reaction_added": self = .reactionAdded(reactions: [])
             case "reaction_removed": self = .reactionRemoved(reactions: [])
             case "command", "schedule", "webhook":

@@ -186,6 +186,10 @@ final class BotRuntime: Sendable {
         case .deleted: guard event.name == .messageDeleted else { return nil }
         case .memberJoined:
             guard event.name == .groupMemberJoined || event.name == .memberAddedToGroup else { return nil }
+        case .threadSubscribed: guard event.name == .threadSubscribed else { return nil }
+        case .threadUnsubscribed: guard event.name == .threadUnsubscribed else { return nil }
+        case .saved: guard event.name == .messageSaved else { return nil }
+        case .unsaved: guard event.name == .messageUnsaved else { return nil }
         case .reactionAdded(let reactions):
             guard event.name == .messageReactionAdded, Self.isReaction(event, oneOf: reactions) else { return nil }
         case .reactionRemoved(let reactions):

@@ -224,14 +224,8 @@ public actor BotHost {
                 perMinute: bot.configuration.rateLimit.perMinute, burst: bot.configuration.rateLimit.burst,
                 perConversationPerMinute: bot.configuration.rateLimit.perConversationPerMinute, now: options.monotonic,
                 willSend: options.willSend, didSend: options.didSend)
-            for (name, plugin) in bot.plugins {
+            for plugin in bot.plugins.values {
                 (plugin as? any HostAttached)?.attach(logger: botLogger, metrics: metrics, bot: bot.identity)
-                bus.register(id: "plugin:\(bot.identity.name):\(name)") { event in
-                    if case .threadSubscriptionChanged(let parent, let uid, let subscribed) = event {
-                        await plugin.onThreadSubscriptionChanged(
-                            parentMessageId: parent, uid: uid, isSubscribed: subscribed)
-                    }
-                }
             }
             fresh[bot.identity.name] = BotRuntime(
                 bot: bot, service: service, matcher: compiled.matcher, matchCache: matchCache,

@@ -60,9 +60,10 @@ public protocol BotPlugin: Sendable {
     func onMessageReactionRemoved(_ context: BotContext) async throws
     /// Group member events: joined, left, kicked, banned, unbanned, scope changed, added.
     func onGroupMemberEvent(_ context: BotContext) async throws
-    /// A subscription changed through the host (its `subscribe`/`unsubscribe` actions, `!follow`),
-    /// from the host's event bus, so a plugin's own follow control stays in step; never sent on
-    /// failure.
+    /// Someone's subscription to a thread of a conversation the bot is in changed, by any means
+    /// (the web chat's controls, the API, a command, a bot's action, a reply or a mention that
+    /// subscribed them), or the bot's own did: `onThreadSubscribed` / `onThreadUnsubscribed`, so a
+    /// plugin's own follow control stays in step. Called by the default ``onEvent(_:)``.
     func onThreadSubscriptionChanged(parentMessageId: Int64, uid: String, isSubscribed: Bool) async
     /// Every routed notification, each user's, with its message, when the bot file's plugin entry
     /// says `notifications: true`: a plugin that delivers notifications its own way (a push
@@ -108,6 +109,10 @@ extension BotPlugin {
         case .groupMemberJoined, .groupMemberLeft, .groupMemberKicked, .groupMemberBanned, .groupMemberUnbanned,
             .groupMemberScopeChanged, .memberAddedToGroup:
             try await onGroupMemberEvent(context)
+        case .threadSubscribed, .threadUnsubscribed:
+            guard let parent = context.event.message?.id, let uid = context.event.actor else { return }
+            await onThreadSubscriptionChanged(
+                parentMessageId: parent, uid: uid, isSubscribed: context.event.name == .threadSubscribed)
         case .notificationsRead: break
         }
     }

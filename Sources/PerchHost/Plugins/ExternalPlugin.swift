@@ -110,7 +110,18 @@ final class ExternalPlugin: BotPlugin, @unchecked Sendable {
 
     func handle(_ context: BotContext) async throws { try await call("handle", context) }
 
-    func onEvent(_ context: BotContext) async throws { try await call("event", context) }
+    /// `event` for every event the bot hears, but a change of a thread subscription, which is
+    /// `threadSubscriptionChanged` with `{bot, parentMessageId, uid, isSubscribed, event}`.
+    func onEvent(_ context: BotContext) async throws {
+        let name = context.event.name
+        guard name == .threadSubscribed || name == .threadUnsubscribed else { return try await call("event", context) }
+        guard let parent = context.event.message?.id, let uid = context.event.actor else { return }
+        var params = Self.params(context)
+        params["parentMessageId"] = .number(Double(parent))
+        params["uid"] = .string(uid)
+        params["isSubscribed"] = .bool(name == .threadSubscribed)
+        _ = try await request("threadSubscriptionChanged", params: .object(params))
+    }
 
     /// `notification` with `{bot, plugin, notification}`; the answer's result is not read.
     func onNotification(_ notification: NotificationRecord, bot: BotIdentity) async throws {

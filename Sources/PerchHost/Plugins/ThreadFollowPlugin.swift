@@ -62,9 +62,9 @@ public struct ThreadFollowPlugin: BotPlugin {
                 try await context.unsubscribe(message.sender, fromThread: target)
             }
             answer = context.strings.text(subscribe ? "THREAD_SUBSCRIBED_TOAST" : "THREAD_UNSUBSCRIBED_TOAST")
-        } catch let error as ChatError where error.code == .messageIdNotFound {
+        } catch  where error.code == .messageIdNotFound {
             answer = context.strings.text("THREAD_NOT_FOUND")
-        } catch let error as ChatError where error.code == .messageNoAccess {
+        } catch  where error.code == .messageNoAccess {
             answer = context.strings.text("THREAD_UNAVAILABLE")
         } catch {
             context.logger.warning("thread subscription failed: \(error)")

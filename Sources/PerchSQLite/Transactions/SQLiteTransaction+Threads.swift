@@ -66,7 +66,11 @@ extension SQLiteTransaction {
         try db.query(Self.selectLastReply, [.int(parentId)], row: readMessage).first
     }
 
-    func subscribe(uid: String, to parent: Message, at time: Int64) throws {
+    func subscribe(uid: String, to parent: Message, at time: Int64) throws -> Bool {
+        let existed =
+            try db.scalar(
+                "SELECT 1 FROM thread_subscriptions WHERE uid = ? AND parent_id = ?", [.text(uid), .int(parent.id)])
+            != nil
         try db.run(
             """
             INSERT INTO thread_subscriptions (uid, parent_id, conversation_id, guid, updated_at) VALUES (?, ?, ?, ?, ?)
@@ -77,11 +81,14 @@ extension SQLiteTransaction {
                 parent.receiverType == .group ? .text(parent.receiverUid) : .null, .int(time),
             ])
         try db.run("DELETE FROM thread_mutes WHERE parent_id = ? AND uid = ?", [.int(parent.id), .text(uid)])
+        return !existed
     }
 
-    func unsubscribe(uid: String, from parentId: Int64) throws {
-        try db.run("DELETE FROM thread_subscriptions WHERE uid = ? AND parent_id = ?", [.text(uid), .int(parentId)])
+    func unsubscribe(uid: String, from parentId: Int64) throws -> Bool {
+        let removed = try db.run(
+            "DELETE FROM thread_subscriptions WHERE uid = ? AND parent_id = ?", [.text(uid), .int(parentId)])
         try db.run("INSERT OR IGNORE INTO thread_mutes (parent_id, uid) VALUES (?, ?)", [.int(parentId), .text(uid)])
+        return removed > 0
     }
 
     func hasSubscribingReply(in parentId: Int64, before id: Int64) throws -> Bool {

@@ -168,10 +168,12 @@ public protocol ChatWriteTransaction: ChatReadTransaction, NotificationWriteTran
     func setReaction(_ reaction: Reaction, added: Bool) throws -> Int64?
     func removeReactions(of messageId: Int64) throws
     /// Subscribes (or re-subscribes, bumping `updatedAt`) a user to a thread.
-    /// Subscribes a user to a thread, lifting an unsubscription's mute.
-    func subscribe(uid: String, to parent: Message, at time: Int64) throws
-    /// Unsubscribes a user from a thread, muting its replies for them (``threadMutes(of:)``).
-    func unsubscribe(uid: String, from parentId: Int64) throws
+    /// Subscribes a user to a thread, lifting an unsubscription's mute; true when they were not
+    /// subscribed before.
+    @discardableResult func subscribe(uid: String, to parent: Message, at time: Int64) throws -> Bool
+    /// Unsubscribes a user from a thread, muting its replies for them (``threadMutes(of:)``); true
+    /// when they were subscribed before.
+    @discardableResult func unsubscribe(uid: String, from parentId: Int64) throws -> Bool
     /// Bumps every subscriber's row of the thread (a new reply).
     func touchThread(_ parentId: Int64, at time: Int64) throws
     func removeSubscriptions(of parentId: Int64) throws

@@ -13,7 +13,9 @@ extension ChatService {
             _ = try Self.requireUser(tx, uid)
             let (parent, actor) = try Self.lookup(tx, parentMessageId, by: uid)
             try ThreadSubscriptionRules.check(parent, id: parentMessageId, by: actor)
-            try tx.subscribe(uid: uid, to: parent!, at: now)
+            if try tx.subscribe(uid: uid, to: parent!, at: now) {
+                try Self.announceSubscription(tx, parent: parent!, uid: uid, subscribed: true, at: now)
+            }
             return try Self.decorate(tx, [parent!], for: uid)[0]
         }
     }
@@ -25,11 +27,14 @@ extension ChatService {
     /// - Throws: `ERR_UID_NOT_FOUND`, `ERR_MESSAGE_ID_NOT_FOUND`, `ERR_MESSAGE_NO_ACCESS`,
     ///   `ERR_MESSAGE_ACTION_NOT_ALLOWED`.
     public func unsubscribeFromThread(_ parentMessageId: Int64, as uid: String) async throws(ChatError) -> Message {
-        try await writing { tx in
+        let now = clock.now()
+        return try await writing { tx in
             _ = try Self.requireUser(tx, uid)
             let (parent, actor) = try Self.lookup(tx, parentMessageId, by: uid)
             try ThreadSubscriptionRules.check(parent, id: parentMessageId, by: actor)
-            try tx.unsubscribe(uid: uid, from: parentMessageId)
+            if try tx.unsubscribe(uid: uid, from: parentMessageId) {
+                try Self.announceSubscription(tx, parent: parent!, uid: uid, subscribed: false, at: now)
+            }
             return try Self.decorate(tx, [parent!], for: uid)[0]
         }
     }
@@ -46,10 +51,33 @@ extension ChatService {
         for uid in candidates {
             guard let user = try tx.user(uid), user.role != User.botRole else { continue }
             guard try participation(tx, uid: uid, towards: parent).canRead else { continue }
-            try tx.subscribe(uid: uid, to: parent, at: now)
+            if try tx.subscribe(uid: uid, to: parent, at: now) {
+                try announceSubscription(tx, parent: parent, uid: uid, subscribed: true, at: now)
+            }
         }
         try tx.touchThread(parent.id, at: now)
         return Set(try tx.threadSubscribers(of: parent.id))
+    }
+
+    /// Inside a write: `onThreadSubscribed` / `onThreadUnsubscribed` for a change of `uid`'s
+    /// subscription to `parent`'s thread, to the user's sessions and to the conversation's bots (a
+    /// follow is nobody else's business: the other people of a group hear nothing of it).
+    static func announceSubscription(
+        _ tx: any ChatWriteTransaction, parent: Message, uid: String, subscribed: Bool, at now: Int64
+    ) throws {
+        var users = [uid]
+        let others: [String]
+        switch parent.receiver {
+        case .group(let guid): others = try tx.memberUids(guid: guid)
+        case .user(let receiver): others = [parent.sender, receiver]
+        }
+        for other in others where other != uid && !users.contains(other) {
+            if try tx.user(other)?.role == User.botRole { users.append(other) }
+        }
+        let event = ChatEvent(
+            name: subscribed ? .threadSubscribed : .threadUnsubscribed, conversationId: parent.conversationId,
+            createdAt: now, message: try decorateLive(tx, parent), actor: uid)
+        _ = try tx.appendEvent(event, audience: EventAudience(users: users))
     }
 
     /// Starts a threads-inbox request for `viewer` (CometChat's `ThreadsRequest`): single use and

@@ -25,7 +25,9 @@ import Testing
                 do: [{ subscribe: sender }]
               - on: { command: subbob }
                 do: [{ subscribe: bob }]
-            """, extra: "plugins:\n  - name: karma\n    config: { unit: points, maximum: 2 }")
+            """,
+            extra: "allow_subscribing_others: true\nplugins:\n  - name: karma\n    config: { unit: points, maximum: 2 }"
+        )
         try await withTestHost(config: hostConfig, bots: ["b.yaml": bot], registry: registry) { chat in
             for _ in 0..<3 { try await chat.post("swift++", as: "carol", to: .group("room")) }
             let texts = try await chat.botMessages(in: .group("room")).compactMap(\.text)

@@ -78,3 +78,68 @@ import Testing
         #expect(actions.map(\.notifies) == [true, false])
     }
 }
+
+/// Subscribing someone who did not ask brings them notifications: a bot does it only when its file
+/// says `allow_subscribing_others: true`.
+@Suite struct SubscribingOthersTests {
+    static func bot(allowing: Bool) -> String {
+        botFile(
+            """
+              - on: { command: adopt }
+                do: [{ subscribe: bob }]
+              - on: { command: adopt-me }
+                do: [subscribe, { subscribe: self }]
+              - on: { command: adopt-carol }
+                do: [{ plugin: adopter }]
+            """,
+            extra: (allowing ? "allow_subscribing_others: true\n" : "") + "plugins:\n  - name: adopter")
+    }
+
+    /// A plugin that subscribes carol, whoever asked.
+    struct Adopter: BotPlugin {
+        static let name = "adopter"
+        init(configuration: NoConfiguration) {}
+        func handle(_ context: BotContext) async throws {
+            do {
+                try await context.subscribe("carol")
+                try await context.reply("carol adopted")
+            } catch {
+                try await context.reply("refused: \(error.code.rawValue)")
+            }
+        }
+    }
+
+    @Test func perchCheckReportsASubscribeOfSomeoneElseWithoutTheOptIn() throws {
+        var registry = PluginRegistry.standard
+        registry.register(Adopter.self)
+        for allowing in [false, true] {
+            let directory = try writeTestConfiguration(
+                config: hostConfig, bots: ["b.yaml": Self.bot(allowing: allowing)])
+            defer { try? FileManager.default.removeItem(atPath: directory) }
+            let loaded = ConfigurationLoader(swiftPlugins: registry.names).load(configPath: directory + "/config.yaml")
+            let found = loaded.findings.map(\.description)
+            if allowing {
+                #expect(found.isEmpty, "\(found)")
+            } else {
+                // The sender and the bot itself need no opt-in: one finding, at the action.
+                #expect(found.count == 1, "\(found)")
+                #expect(found.first?.contains("allow_subscribing_others") == true, "\(found)")
+                #expect(found.first?.contains("rules[0].do[0].subscribe") == true, "\(found)")
+            }
+        }
+    }
+
+    @Test func aPluginSubscribingSomeoneElseIsRefusedWithoutTheOptIn() async throws {
+        var registry = PluginRegistry.standard
+        registry.register(Adopter.self)
+        let bot = botFile(
+            "  - on: { command: adopt-carol }\n    do: [{ plugin: adopter }]", extra: "plugins:\n  - name: adopter")
+        try await withTestHost(config: hostConfig, bots: ["b.yaml": bot], registry: registry) { chat in
+            let root = try await chat.post("root", as: "alice", to: .group("room"))
+            try await chat.post("!adopt-carol", as: "bob", to: .group("room"), quote: root.id)
+            let answer = try await chat.waitForMessage(in: .group("room")) { $0.sender == "bot" }
+            #expect(answer.text == "refused: ERR_PERMISSION_DENIED")
+            #expect(!(try await chat.service.message(root.id, as: "carol").threadSubscribed))
+        }
+    }
+}

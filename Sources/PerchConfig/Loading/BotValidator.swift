@@ -371,6 +371,11 @@ struct BotValidator {
                     error(
                         loaded, actionPath + "." + action.name,
                         unknown("user", uid, among: knownUsers, where: "write sender, self or a known uid"))
+                } else if case .subscribe = action, !bot.allowSubscribingOthers, uid != bot.user.uid {
+                    error(
+                        loaded, actionPath + ".subscribe",
+                        "subscribing \(uid) brings them notifications they did not ask for; "
+                            + "write `allow_subscribing_others: true` in the bot file to allow it")
                 }
             default:
                 break

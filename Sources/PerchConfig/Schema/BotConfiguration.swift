@@ -30,9 +30,14 @@ public struct BotConfiguration: Decodable, Sendable {
     /// `help_command` (default true): a bot with commands answers `<prefix>help` with the commands
     /// it takes where it was asked (unless one of its rules is a `help` command itself).
     public var helpCommand: Bool
+    /// `allow_subscribing_others` (default false): the bot may subscribe someone other than the
+    /// person it answers (`subscribe: UID`, a plugin's subscribe of another user) to a thread. A
+    /// subscription brings its notifications, so subscribing people who did not ask is an opt-in.
+    public var allowSubscribingOthers: Bool
 
     enum CodingKeys: String, CodingKey {
         case name, user, system, enabled, groups, hears, rules, plugins
+        case allowSubscribingOthers = "allow_subscribing_others"
         case commandPrefix = "command_prefix"
         case helpCommand = "help_command"
         case threadSubscription = "thread_subscription"
@@ -53,6 +58,7 @@ public struct BotConfiguration: Decodable, Sendable {
         plugins = try c.decodeIfPresent([PluginReference].self, forKey: .plugins) ?? []
         rules = try c.decodeIfPresent([Rule].self, forKey: .rules) ?? []
         helpCommand = try c.decodeIfPresent(Bool.self, forKey: .helpCommand) ?? true
+        allowSubscribingOthers = try c.decodeIfPresent(Bool.self, forKey: .allowSubscribingOthers) ?? false
     }
 }
 

@@ -12,6 +12,8 @@ final class BotActions: Sendable {
     let bus: HostEventBus
     let metrics: HostMetrics
     let botName: String
+    /// The bot file's `allow_subscribing_others`.
+    let allowsSubscribingOthers: Bool
     let botLimiter: TokenBucket
     let conversationLimiters: ConversationBuckets
     let now: @Sendable () -> Double
@@ -22,10 +24,11 @@ final class BotActions: Sendable {
 
     init(
         service: ChatService, bus: HostEventBus, metrics: HostMetrics, botName: String, perMinute: Int, burst: Int,
-        perConversationPerMinute: Int, now: @escaping @Sendable () -> Double,
+        perConversationPerMinute: Int, now: @escaping @Sendable () -> Double, allowsSubscribingOthers: Bool = false,
         willSend: (@Sendable (String, MessageDraft) -> Void)? = nil,
         didSend: (@Sendable (String, Message) -> Void)? = nil
     ) {
+        self.allowsSubscribingOthers = allowsSubscribingOthers
         self.service = service
         self.bus = bus
         self.metrics = metrics

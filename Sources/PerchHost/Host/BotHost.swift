@@ -223,7 +223,8 @@ public actor BotHost {
                 service: service, bus: bus, metrics: metrics, botName: bot.identity.name,
                 perMinute: bot.configuration.rateLimit.perMinute, burst: bot.configuration.rateLimit.burst,
                 perConversationPerMinute: bot.configuration.rateLimit.perConversationPerMinute, now: options.monotonic,
-                willSend: options.willSend, didSend: options.didSend)
+                allowsSubscribingOthers: bot.configuration.allowSubscribingOthers, willSend: options.willSend,
+                didSend: options.didSend)
             for plugin in bot.plugins.values {
                 (plugin as? any HostAttached)?.attach(logger: botLogger, metrics: metrics, bot: bot.identity)
             }

@@ -203,6 +203,8 @@ public final class BotContext: Sendable {
 
     /// Subscribes `uid` (default: the sender) to the thread of `parentMessageId` (default: the
     /// message's thread). On success the host's event bus hears `threadSubscriptionChanged`.
+    /// - Throws: `ERR_PERMISSION_DENIED` for someone other than the sender or the bot, unless the
+    ///   bot file says `allow_subscribing_others: true`; else what the service throws.
     @discardableResult
     public func subscribe(_ uid: String? = nil, toThread parentMessageId: Int64? = nil) async throws(ChatError)
         -> Message
@@ -222,6 +224,14 @@ public final class BotContext: Sendable {
         -> Message
     {
         guard let who = uid ?? event.senderUid else { throw .badRequest("uid", "nobody to subscribe") }
+        if subscribe, who != event.senderUid, who != bot.uid, !actions.allowsSubscribingOthers {
+            throw ChatError(
+                .permissionDenied,
+                [
+                    "uid": .string(who),
+                    "reason": "subscribing someone other than the sender needs allow_subscribing_others: true",
+                ])
+        }
         guard let root = parentMessageId ?? message.map(ThreadRules.threadRoot) else {
             throw .badRequest("parentMessageId", "no thread")
         }

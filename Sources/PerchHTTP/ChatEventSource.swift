@@ -38,12 +38,15 @@ final class ChatEventSource: EventStreamSource, @unchecked Sendable {
     /// (``ChatService/followEvents(for:session:after:notifications:_:)``), with the user's
     /// notifications as they are routed, the frames of a page written straight into the buffer.
     convenience init(
-        service: ChatService, uid: String, session: String, name: String, after: Int64, metrics: HostMetrics
+        service: ChatService, uid: String, session: String, name: String, after: Int64, notificationsAfter: Int64,
+        metrics: HostMetrics
     ) {
         self.init(
             greeting: "event: perch.session\ndata: {\"session\":\(JSONWriter.quoted(name))}\n\n", metrics: metrics
         ) { source in
-            try? await service.followEvents(for: uid, session: session, after: after, notifications: true) { page in
+            try? await service.followEvents(
+                for: uid, session: session, after: after, notifications: true, notificationsAfter: notificationsAfter
+            ) { page in
                 var frames: [UInt8] = []
                 if let missed = page.missed {
                     frames += Array("event: perch.gap\ndata: \(PerchAPI.gapJSON(missed))\n\n".utf8)
@@ -63,11 +66,11 @@ final class ChatEventSource: EventStreamSource, @unchecked Sendable {
         }
     }
 
-    /// Streams every user's notifications as they are routed, from now on (the app's view of
+    /// Streams every user's notifications routed after the outbox row `start` (the app's view of
     /// `GET /v3/notifications/stream`), each with its message as stored.
-    convenience init(routedBy service: ChatService, metrics: HostMetrics) {
+    convenience init(routedBy service: ChatService, after start: Int64, metrics: HostMetrics) {
         self.init(greeting: ": routed notifications\n\n", metrics: metrics) { source in
-            guard var cursor = try? await service.newestNotificationSequence() else { return }
+            var cursor = start
             while !Task.isCancelled {
                 guard let seen = try? await service.store.latestEventSequence(),
                     let records = try? await service.routedNotifications(after: cursor, limit: 1000)
@@ -82,12 +85,15 @@ final class ChatEventSource: EventStreamSource, @unchecked Sendable {
         }
     }
 
-    /// Streams `uid`'s notifications as they are routed, from now on, and nothing else (a user's
-    /// view of `GET /v3/notifications/stream`).
-    convenience init(notificationsOf uid: String, service: ChatService, metrics: HostMetrics) {
+    /// Streams `uid`'s notifications as they are routed, from the event `after` on, and nothing else
+    /// (a user's view of `GET /v3/notifications/stream`).
+    convenience init(
+        notificationsOf uid: String, after: Int64, notificationsAfter: Int64, service: ChatService, metrics: HostMetrics
+    ) {
         self.init(greeting: ": notifications of \(uid)\n\n", metrics: metrics) { source in
-            guard let after = try? await service.store.latestEventSequence() else { return }
-            try? await service.followEvents(for: uid, after: after, notifications: true) { page in
+            try? await service.followEvents(
+                for: uid, after: after, notifications: true, notificationsAfter: notificationsAfter
+            ) { page in
                 if !page.notifications.isEmpty { source.append(page.notifications.flatMap(Self.notificationFrame)) }
                 return true
             }

@@ -261,7 +261,8 @@ extension PerchAPI {
             ?? UUID().uuidString.lowercased()
         let source = ChatEventSource(
             service: service, uid: request.caller.uid, session: Caller.sessionKey(uid: request.caller.uid, name: name),
-            name: name, after: after, metrics: metrics)
+            name: name, after: after, notificationsAfter: try await service.newestNotification(of: request.caller.uid),
+            metrics: metrics)
         return HTTPResponse(
             status: 200,
             headers: [

@@ -44,8 +44,9 @@ extension PerchAPI {
             try Self.sessionName(request.query("session"), field: "session") ?? request.caller.sessionName
             ?? UUID().uuidString.lowercased()
         let caller = Caller(uid: request.caller.uid, isApp: request.caller.isApp, sessionName: name)
+        let notified = try await service.newestNotification(of: caller.uid)
         let socket = WebSocketConnection(
-            session: APIWebSocketSession(api: self, caller: caller, after: after),
+            session: APIWebSocketSession(api: self, caller: caller, after: after, notificationsAfter: notified),
             maximumMessage: maximumBodyBytes + 1024, heartbeat: heartbeat)
         return HTTPResponse(
             status: 101,
@@ -79,6 +80,8 @@ struct APIWebSocketSession: WebSocketSession {
     let api: PerchAPI
     let caller: PerchAPI.Caller
     let after: Int64
+    /// The caller's newest notification at the handshake: the socket carries those routed after it.
+    let notificationsAfter: Int64
 
     var greeting: [UInt8] {
         Array(#"{"type":"session","session":\#(JSONWriter.quoted(caller.sessionName ?? ""))}"#.utf8)
@@ -97,10 +100,12 @@ struct APIWebSocketSession: WebSocketSession {
         let metrics = api.metrics
         let caller = caller
         let after = after
+        let notificationsAfter = notificationsAfter
         metrics.increment("perch_ws_connections", by: 1)
         let task = Task(executorPreference: executor) {
             try? await service.followEvents(
-                for: caller.uid, session: caller.session, after: after, notifications: true
+                for: caller.uid, session: caller.session, after: after, notifications: true,
+                notificationsAfter: notificationsAfter
             ) { page in
                 if let missed = page.missed {
                     deliver(Array(#"{"type":"gap","data":\#(PerchAPI.gapJSON(missed))}"#.utf8))

@@ -429,10 +429,16 @@ extension PerchAPI {
             // app, everyone's (`perch tail --notifications`).
             route("GET", "v3/notifications/stream", name: "notifications.stream", ownsConnection: true) {
                 api, request in
+                // The start is taken before the answer, so nothing routed after it is missed.
                 let source =
                     request.caller.isApp
-                    ? ChatEventSource(routedBy: api.service, metrics: api.metrics)
-                    : ChatEventSource(notificationsOf: request.caller.uid, service: api.service, metrics: api.metrics)
+                    ? ChatEventSource(
+                        routedBy: api.service, after: try await api.service.newestNotificationSequence(),
+                        metrics: api.metrics)
+                    : ChatEventSource(
+                        notificationsOf: request.caller.uid, after: try await api.eventsStart(request),
+                        notificationsAfter: try await api.service.newestNotification(of: request.caller.uid),
+                        service: api.service, metrics: api.metrics)
                 return HTTPResponse(
                     status: 200,
                     headers: [

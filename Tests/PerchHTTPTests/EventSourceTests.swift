@@ -22,7 +22,8 @@ import Testing
             let after = try await service.store.latestEventSequence()
             let released = await connection.start {
                 ChatEventSource(
-                    service: service, uid: "bob", session: "bob/s1", name: "s1", after: after, metrics: metrics)
+                    service: service, uid: "bob", session: "bob/s1", name: "s1", after: after, notificationsAfter: 0,
+                    metrics: metrics)
             }
 
             // The session's first frame, then each message in order.
@@ -65,7 +66,8 @@ import Testing
             let after = try await service.store.latestEventSequence()
             _ = await connection.start {
                 ChatEventSource(
-                    service: service, uid: "bob", session: "bob/s1", name: "s1", after: after, metrics: HostMetrics())
+                    service: service, uid: "bob", session: "bob/s1", name: "s1", after: after, notificationsAfter: 0,
+                    metrics: HostMetrics())
             }
             _ = try #require(await connection.next())
             try await chat.post("hi <@uid:bob>", as: "alice", to: .group("room"))

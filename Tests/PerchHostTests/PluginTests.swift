@@ -44,11 +44,14 @@ import Testing
             try await chat.post("!echo count", as: "carol", to: .group("room"))
             _ = try await chat.waitForMessage(in: .group("room")) { $0.text == "counted 2" }
             #expect(try await chat.service.pluginValue(bot: "b", key: "count") == "2")
-            // A refused host call tells the plugin the error's code and its params.
-            // (no user is named ghost.)
+            // A refused host call tells the plugin the error's code and its params. (Subscribing
+            // someone other than the sender needs the bot file's allow_subscribing_others.)
             try await chat.post("!echo ghost", as: "carol", to: .group("room"))
             let refused = try await chat.waitForMessage(in: .group("room")) { $0.text?.hasPrefix("refused") == true }
-            #expect(refused.text == #"refused: ERR_UID_NOT_FOUND {"uid": "ghost"}"#)
+            #expect(
+                refused.text
+                    == #"refused: ERR_PERMISSION_DENIED {"reason": "subscribing someone other than the sender needs allow_subscribing_others: true", "uid": "ghost"}"#
+            )
         }
     }
 

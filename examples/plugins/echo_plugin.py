@@ -57,7 +57,8 @@ def handle(params):
         call_host("host.reply", {"context": context, "text": f"counted {count}"})
         return {}
     if params.get("command", {}).get("args") == "ghost":
-        # A refused host call answers a JSON-RPC error whose data has the code and its params.
+        # A refused host call answers a JSON-RPC error whose data has the code and its params
+        # (subscribing someone other than the sender needs the bot's allow_subscribing_others).
         _, error = call_host("host.subscribe", {"context": params["context"], "who": "ghost"})
         data = (error or {}).get("data") or {}
         return {"actions": [{"reply": f"refused: {data.get('code')} {json.dumps(data.get('params'), sort_keys=True)}"}]}

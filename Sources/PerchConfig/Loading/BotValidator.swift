@@ -120,6 +120,7 @@ struct BotValidator {
             validateRateLimit(loaded)
             validatePlugins(loaded)
             if config.backend == .matrix { validateForMatrix(loaded) }
+            validateFeatures(loaded)
             var ruleNames: [String: String] = [:]
             for (index, rule) in bot.rules.enumerated() {
                 validateRule(loaded, index)

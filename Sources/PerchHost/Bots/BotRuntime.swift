@@ -356,9 +356,16 @@ final class BotRuntime: Sendable {
                 try await context.quoteReply(render(template, context), notify: notify)
             case .directMessage(let template, let notify):
                 try await context.directMessage(render(template, context), notify: notify)
-            case .pin(let asSystem, let whenFull): try await context.pin(asSystem: asSystem, whenFull: whenFull)
-            case .unpin: try await context.unpin()
-            case .save: try await context.save()
+            // A feature config.yaml turns off makes no call (`perch check` said so, once).
+            case .pin(let asSystem, let whenFull):
+                guard service.settings.pinEnabled else { return }
+                try await context.pin(asSystem: asSystem, whenFull: whenFull)
+            case .unpin:
+                guard service.settings.pinEnabled else { return }
+                try await context.unpin()
+            case .save:
+                guard service.settings.saveEnabled else { return }
+                try await context.save()
             case .react(let reaction): try await context.react(reaction)
             case .unreact(let reaction): try await context.unreact(reaction)
             case .subscribe(let who), .unsubscribe(let who):

@@ -50,19 +50,22 @@ extension ChatService {
     /// new commits, handing each page to `deliver` (an empty one too) until `deliver` answers
     /// false or the task is cancelled. Only the first page can have ``EventPage/missed`` (a stream
     /// resumed from before the log's start). With `notifications`, each page also carries the
-    /// user's notifications routed since the stream began (its start is now, not `seq`: a client
-    /// reads what it missed from ``notifications(for:after:limit:unreadOnly:)``); the outbox is
-    /// read only when the store says something new is there for the user.
+    /// user's notifications routed after the outbox row `notificationsAfter` (nil: the newest when
+    /// the stream begins; not `seq`: a client reads what it missed from
+    /// ``notifications(for:after:limit:unreadOnly:)``); the outbox is read only when the store says
+    /// something new is there for the user.
     /// - Throws: what reading a page throws (a store failure).
     public func followEvents(
         for uid: String, session: String? = nil, after seq: Int64, notifications: Bool = false,
-        _ deliver: (EventPage) -> Bool
+        notificationsAfter: Int64? = nil, _ deliver: (EventPage) -> Bool
     ) async throws(ChatError) {
         var cursor = seq
         var notified: Int64 = 0
         if notifications {
-            notified = try await reading { tx in
-                try tx.latestNotifications(for: uid, before: nil, limit: 1, unreadOnly: false).first?.seq ?? 0
+            if let notificationsAfter {
+                notified = notificationsAfter
+            } else {
+                notified = try await newestNotification(of: uid)
             }
         }
         while !Task.isCancelled {
@@ -75,6 +78,14 @@ extension ChatService {
             cursor = max(cursor, page.scannedThrough)
             if page.isFull { continue }
             await waitForEvents(after: cursor, for: uid, session: session)
+        }
+    }
+
+    /// The sequence of the user's newest notification (0: none): where a stream of their
+    /// notifications starts.
+    public func newestNotification(of uid: String) async throws(ChatError) -> Int64 {
+        try await reading { tx in
+            try tx.latestNotifications(for: uid, before: nil, limit: 1, unreadOnly: false).first?.seq ?? 0
         }
     }
 

@@ -20,6 +20,18 @@ struct APIClient {
     }
 
     func call(_ method: String, _ path: String, body: [String: Any]? = nil) async throws -> Any {
+        try await answer(method, path, body: body)["data"] ?? [:]
+    }
+
+    /// A list's rows and its `meta`.
+    func list(_ path: String) async throws -> (rows: [[String: Any]], meta: [String: Any]) {
+        let object = try await answer("GET", path)
+        return (object["data"] as? [[String: Any]] ?? [], object["meta"] as? [String: Any] ?? [:])
+    }
+
+    /// The whole JSON object of a 200 answer.
+    /// - Throws: ``Failure`` with the API's error code and message, or when nobody answers.
+    func answer(_ method: String, _ path: String, body: [String: Any]? = nil) async throws -> [String: Any] {
         var request = URLRequest(url: URL(string: base.absoluteString + path)!)
         request.httpMethod = method
         request.setValue(apiKey, forHTTPHeaderField: "apikey")
@@ -41,7 +53,7 @@ struct APIClient {
             throw Failure(
                 description: "\(error?["code"] as? String ?? "HTTP error"): \(error?["message"] as? String ?? "")")
         }
-        return (object as? [String: Any])?["data"] ?? [:]
+        return object as? [String: Any] ?? [:]
     }
 
     /// What a request that got no answer says: Foundation's error printed as it comes is a
@@ -258,7 +270,7 @@ enum ClientCommands {
         var exitCode: Int32 = 0
         guard
             let parsed = ParsedArguments.forCommand(
-                arguments, valued: ["config", "as", "group", "to", "thread", "quote", "url", "limit", "wait"],
+                arguments, valued: ["config", "as", "group", "to", "thread", "quote", "url", "limit", "wait", "page"],
                 flags: command == "tail" ? ["notifications"] : [], positional: command == "send" ? 1 : 0,
                 exitCode: &exitCode)
         else { return exitCode }
@@ -293,20 +305,15 @@ enum ClientCommands {
                     }
                 }
             case "pins":
-                let messages = try await api.call("GET", try conversationPath(parsed) + "?pinned=true&limit=100")
-                let pinned = messages as? [[String: Any]] ?? []
+                // Every page: an operator may raise limits.pinsPerConversation past one.
+                let pinned = try await api.everyPage(try conversationPath(parsed) + "?pinned=true&limit=100") {
+                    ($0["next"] as? [String: Any])?["id"].map { "&id=\($0)&affix=append" }
+                }
                 // An empty list says so: no output read as a command that did nothing.
                 if pinned.isEmpty { print("no pinned messages") }
                 for message in pinned { print(APIClient.describe(message)) }
             case "threads":
-                let threads = try await api.call("GET", "/v3/threads?limit=\(parsed.options["limit"] ?? "30")")
-                let rows = threads as? [[String: Any]] ?? []
-                if rows.isEmpty { print("no threads: \(api.onBehalfOf) follows none") }
-                for thread in rows {
-                    let parent = thread["parentMessage"] as? [String: Any] ?? [:]
-                    let count = thread["replyCount"] as? Int ?? 0
-                    print("\(APIClient.describe(parent))  (\(count) \(count == 1 ? "reply" : "replies"))")
-                }
+                try await threads(api, parsed)
             default:
                 let notifications = parsed.flags.contains("notifications")
                 let whose = api.onBehalfOf.isEmpty ? "everyone" : api.onBehalfOf
@@ -327,6 +334,62 @@ enum ClientCommands {
             FileHandle.standardError.write(Data("perch: \(error)\n".utf8))
             return 1
         }
+    }
+}
+
+extension ClientCommands {
+    /// `perch threads`: the user's followed threads, the one with the newest reply first (the
+    /// root's own time for a thread with none), `--limit` a page (30), `--page N`.
+    static func threads(_ api: APIClient, _ parsed: ParsedArguments) async throws {
+        guard let limit = Int(parsed.options["limit"] ?? "30"), limit > 0 else {
+            throw UsageError("--limit takes a number of threads")
+        }
+        guard let page = Int(parsed.options["page"] ?? "1"), page > 0 else {
+            throw UsageError("--page takes 1, 2, ...")
+        }
+        // The inbox pages by when each row last moved (the user's own subscribing moves it too):
+        // read it whole, then order by the last reply.
+        let rows = try await api.everyPage("/v3/threads?limit=100") {
+            ($0["next"] as? [String: Any])?["cursor"].map { "&cursor=\($0)" }
+        }
+        if rows.isEmpty {
+            print("no threads: \(api.onBehalfOf) follows none")
+            return
+        }
+        func lastActivity(_ thread: [String: Any]) -> Int {
+            (thread["lastReply"] as? [String: Any])?["sentAt"] as? Int
+                ?? (thread["parentMessage"] as? [String: Any])?["sentAt"] as? Int ?? 0
+        }
+        let ordered = rows.enumerated().sorted { left, right in
+            let (a, b) = (lastActivity(left.element), lastActivity(right.element))
+            return a != b ? a > b : left.offset < right.offset
+        }.map(\.element)
+        let pages = (ordered.count + limit - 1) / limit
+        guard page <= pages else { throw UsageError("--page \(page): there are \(pages) page(s) of \(limit)") }
+        for thread in ordered.dropFirst((page - 1) * limit).prefix(limit) {
+            let parent = thread["parentMessage"] as? [String: Any] ?? [:]
+            let count = thread["replyCount"] as? Int ?? 0
+            print("\(APIClient.describe(parent))  (\(count) \(count == 1 ? "reply" : "replies"))")
+        }
+        if pages > 1 {
+            print("page \(page) of \(pages)" + (page < pages ? "; --page \(page + 1) for more" : ""))
+        }
+    }
+}
+
+extension APIClient {
+    /// Every row of a paged list: `path`, then again with what `next` makes of each page's `meta`
+    /// (nil: the last page), up to 100 pages.
+    func everyPage(_ path: String, next: ([String: Any]) -> String?) async throws -> [[String: Any]] {
+        var rows: [[String: Any]] = []
+        var suffix = ""
+        for _ in 0..<100 {
+            let (page, meta) = try await list(path + suffix)
+            rows += page
+            guard meta["hasMore"] as? Bool == true, let more = next(meta) else { break }
+            suffix = more
+        }
+        return rows
     }
 }
 

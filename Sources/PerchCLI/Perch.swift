@@ -25,7 +25,7 @@ public enum Perch {
           tail --notifications [--as UID]                      notifications as they are routed: everyone's,
                                                                or one user's
           pins --as UID (--group GUID | --to UID)              a conversation's pinned messages
-          threads --as UID                                     a user's threads inbox
+          threads --as UID [--limit N] [--page N]              a user's threads inbox, newest reply first
           verify [--config config.yaml]                        check every page of the database, read-only
                                                                (beside a running host too)
           backup [--config config.yaml] DIRECTORY              a consistent copy of the database and uploads,

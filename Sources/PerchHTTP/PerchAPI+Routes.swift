@@ -120,7 +120,7 @@ extension PerchAPI {
             // sends sent back to back are committed together.
             route("POST", "v3/messages", name: "messages.send", pipelines: true) { api, request in
                 var body = try request.body()
-                let draft = try api.draft(&body, parent: nil)
+                let draft = try api.draft(&body, parent: nil, caller: request.caller.uid)
                 try body.finish()
                 return try await api.sent(draft, request)
             },
@@ -136,7 +136,7 @@ extension PerchAPI {
                 }
                 guard bot.isBot else { throw ChatError.botNotFound(uid) }
                 var body = try request.body()
-                let draft = try api.draft(&body, parent: nil)
+                let draft = try api.draft(&body, parent: nil, caller: request.caller.uid)
                 try body.finish()
                 var asBot = request
                 // The app's session: its message through the bot does not come back to it.
@@ -180,7 +180,7 @@ extension PerchAPI {
             route("POST", "v3/messages/{id}/thread", name: "thread.reply") { api, request in
                 var body = try request.body()
                 let parent = try await api.service.message(try request.id(), as: request.caller.uid)
-                let draft = try api.draft(&body, parent: parent)
+                let draft = try api.draft(&body, parent: parent, caller: request.caller.uid)
                 try body.finish()
                 return try await api.sent(draft, request)
             },
@@ -241,10 +241,10 @@ extension PerchAPI {
 
     /// A draft from a CometChat-shaped body: receiver, receiverType, category, type, data{text,
     /// metadata, attachments, customData}, muid, quotedMessageId, parentId, tags.
-    func draft(_ body: inout JSONBody, parent: Message?) throws(ChatError) -> MessageDraft {
+    func draft(_ body: inout JSONBody, parent: Message?, caller: String) throws(ChatError) -> MessageDraft {
         let receiver: Receiver
         if let parent {
-            receiver = parent.receiver
+            receiver = parent.receiver(seenBy: caller)
             _ = try body.string("receiver")
             _ = try body.string("receiverType")
         } else {

@@ -1,4 +1,5 @@
 import Foundation
+import PerchChat
 import PerchHTTP
 import PerchLock
 import PerchTestSupport
@@ -115,6 +116,49 @@ import Testing
             let root = try await http.chat.post("a question", as: "carol", to: .group("room"))
             try await http.chat.post("an answer", as: "bob", to: .group("room"), thread: root.id)
             #expect(try await perch(["threads", "--as", "carol"]) == "#\(root.id) carol: a question  (1 reply)\n")
+        }
+    }
+
+    /// `perch threads` orders by the last reply (a thread without one by its root's time), not by
+    /// when the inbox row last moved, and pages; `perch pins` reads every page of pins.
+    @Test func theListCommandsOrderByTheLastReplyAndPage() async throws {
+        let config = hostConfig + "\nlimits: { pinsPerConversation: 250 }\n"
+        try await withHTTPChat(config: config) { http in
+            let environment = ["PERCH_API_KEY": apiKey, "PATH": "/usr/bin:/bin"]
+            func perch(_ words: [String]) async throws -> String {
+                let ran = try await run(
+                    HostCrashTests.buildDirectory + "/perch", words + ["--url", http.base], environment: environment,
+                    together: false)
+                #expect(ran.status == 0, "\(ran.errors)")
+                return ran.output
+            }
+            var roots: [Message] = []
+            for text in ["first", "second", "third"] {
+                let root = try await http.chat.post(text, as: "carol", to: .group("room"))
+                _ = try await http.chat.service.subscribeToThread(root.id, as: "carol")
+                roots.append(root)
+                http.chat.clock.advance(by: 10)
+            }
+            // The oldest root gets the newest reply; carol then subscribes to the second again,
+            // which moves its inbox row but is no reply.
+            try await http.chat.post("news", as: "bob", to: .group("room"), thread: roots[0].id)
+            http.chat.clock.advance(by: 10)
+            _ = try await http.chat.service.unsubscribeFromThread(roots[1].id, as: "carol")
+            _ = try await http.chat.service.subscribeToThread(roots[1].id, as: "carol")
+            let firstPage = try await perch(["threads", "--as", "carol", "--limit", "2"])
+            #expect(
+                firstPage
+                    == "#\(roots[0].id) carol: first  (1 reply)\n#\(roots[2].id) carol: third  (0 replies)\n"
+                    + "page 1 of 2; --page 2 for more\n")
+            let secondPage = try await perch(["threads", "--as", "carol", "--limit", "2", "--page", "2"])
+            #expect(secondPage == "#\(roots[1].id) carol: second  (0 replies)\npage 2 of 2\n")
+
+            for index in 0..<105 {
+                let message = try await http.chat.post("pin \(index)", as: "alice", to: .group("room"))
+                _ = try await http.chat.service.pin(message.id, as: "alice")
+            }
+            let pins = try await perch(["pins", "--as", "alice", "--group", "room"])
+            #expect(pins.split(separator: "\n").count == 105)
         }
     }
 

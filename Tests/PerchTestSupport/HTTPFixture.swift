@@ -83,7 +83,8 @@ public struct HTTPChat: Sendable {
 }
 
 public func withHTTPChat(
-    bots: [String: String] = [:], maximumBody: Int = 64 * 1024, messagesPerMinute: Int = 0, web: WebSettings? = nil,
+    config: String = hostConfig, bots: [String: String] = [:], maximumBody: Int = 64 * 1024, messagesPerMinute: Int = 0,
+    web: WebSettings? = nil,
     maximumStreams: Int = 1_000, heartbeat: Duration = .seconds(1), socketHeartbeat: Duration = .seconds(15),
     idleTimeout: Duration = .seconds(60), headTimeout: Duration = .seconds(10), bodyTimeout: Duration = .seconds(30),
     connectionsPerClient: Int = 512, hostNames: [String] = [],
@@ -92,7 +93,7 @@ public func withHTTPChat(
 )
     async throws
 {
-    try await withTestHost(config: hostConfig, bots: bots, registry: registry, executor: executor) { chat in
+    try await withTestHost(config: config, bots: bots, registry: registry, executor: executor) { chat in
         let media = MediaSettings(
             directory: chat.directory + "/media", maximumBytes: 32 * 1024, allowedTypes: ["image/png", "text/plain"])
         let api = PerchAPI(

@@ -322,6 +322,14 @@ public struct Message: Sendable, Hashable, Codable {
     /// The receiver this message was addressed to.
     public var receiver: Receiver { receiverType == .group ? .group(receiverUid) : .user(receiverUid) }
 
+    /// The conversation as `viewer` addresses it: the group, or in a one-on-one conversation the
+    /// other person (the receiver as sent, for the sender; the sender, for the receiver). A reply
+    /// or a listing from the receiver's side is addressed so, never to the receiver themself.
+    public func receiver(seenBy viewer: String) -> Receiver {
+        guard receiverType == .user else { return .group(receiverUid) }
+        return .user(viewer == sender ? receiverUid : sender)
+    }
+
     /// The same message with the per-viewer fields set to "not reported".
     public var withoutViewerFields: Message {
         var copy = self

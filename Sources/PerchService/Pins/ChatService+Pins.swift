@@ -176,9 +176,11 @@ extension ChatService {
         _ tx: any ChatWriteTransaction, _ name: EventName, _ message: Message,
         by uid: String, except session: String?, at now: Int64
     ) throws {
+        // The event reaches the saver alone, so it carries the saver's `savedAt` (0 after an unsave).
+        var live = try decorateLive(tx, message)
+        live.savedAt = name == .messageSaved ? now : 0
         let event = ChatEvent(
-            name: name, conversationId: message.conversationId, createdAt: now, message: try decorateLive(tx, message),
-            actor: uid)
+            name: name, conversationId: message.conversationId, createdAt: now, message: live, actor: uid)
         _ = try tx.appendEvent(event, audience: EventAudience(users: [uid], excludedSession: session))
     }
 }

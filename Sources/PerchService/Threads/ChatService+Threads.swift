@@ -132,7 +132,7 @@ extension ChatService {
                     MessageThread(
                         parentMessageId: parent.id, parentMessage: parent, replyCount: parent.replyCount,
                         lastReply: last, conversationId: parent.conversationId, receiverType: parent.receiverType,
-                        receiverUid: parent.receiverUid, isSubscribed: parent.threadSubscribed,
+                        receiverUid: parent.receiver(seenBy: viewer).id, isSubscribed: parent.threadSubscribed,
                         cursorUpdatedAt: row.updatedAt))
             }
             return (threads, hasMore)

@@ -24,6 +24,7 @@ const state = {
   me: JSON.parse(sessionStorage.getItem('perch.me') || 'null'),
   ui: null, // { threadSubscription, strings, features, limits }
   users: new Map(), // uid -> user
+  groups: new Map(), // guid -> group
   conversation: null, // { kind: 'group'|'user', id, name }
   view: null, // the open view instead of a conversation: 'threads', 'saved' or 'preferences'
   messages: new Map(), // id -> message (the open conversation's top level)
@@ -225,6 +226,7 @@ async function enterApp() {
   const users = (await api('GET', '/v3/users?limit=100')).data;
   for (const user of users) state.users.set(user.uid, user);
   const groups = (await api('GET', '/v3/groups')).data;
+  for (const group of groups) state.groups.set(group.guid, group);
   $('#groups').replaceChildren(...groups.map((group) => el('li', {}, el('button', {
     'data-testid': `conv-group-${group.guid}`, 'data-conv': `group:${group.guid}`,
     onclick: () => openConversation({ kind: 'group', id: group.guid, name: group.name }),
@@ -265,6 +267,8 @@ async function listen() {
         throw new Error(`events: ${response.status}`);
       }
       failures = 0;
+      // What was routed while no stream was open is in the list, not coming live.
+      loadNotifications();
       const reader = response.body.getReader();
       const decoder = new TextDecoder();
       let buffer = '';
@@ -287,6 +291,8 @@ async function listen() {
           const payload = JSON.parse(data);
           if (name === 'perch.session') state.session = payload.session;
           else if (name === 'perch.gap') resync();
+          else if (name === 'onNotification') onNotification(payload);
+          else if (name === 'onNotificationsRead') onNotificationsRead(payload.read);
           else onEvent(name, payload);
         }
       }
@@ -650,7 +656,19 @@ function messageNode(message, options = {}) {
   return node;
 }
 
+// Scrolls to a message shown in `container` and highlights it; false when it is not there.
+function highlightIn(container, id) {
+  const node = document.querySelector(`${container} [data-id="${id}"]`);
+  if (!node) return false;
+  node.scrollIntoView({ block: 'center' });
+  node.classList.add('highlight');
+  setTimeout(() => node.classList.remove('highlight'), 2000);
+  return true;
+}
+
 async function scrollToMessage(id) {
+  // A quote inside the open thread points into the thread (its root or a reply).
+  if (!$('#side').hidden && $('#side').dataset.mode === 'thread' && highlightIn('#side-body', id)) return;
   let node = document.querySelector(`#messages [data-id="${id}"]`);
   if (!node && state.conversation) {
     // Older than the loaded page: load back until it is there (a handful of pages at most).
@@ -1087,7 +1105,9 @@ async function openView(view) {
   state.conversation = null;
   state.view = view;
   closeSide();
-  for (const button of document.querySelectorAll('.convs button')) button.classList.remove('active');
+  for (const button of document.querySelectorAll('.convs button')) {
+    button.classList.toggle('active', button.dataset.view === view);
+  }
   $('#messages').hidden = true;
   $('#composer').hidden = true;
   $('#pin-banner').hidden = true;
@@ -1095,7 +1115,8 @@ async function openView(view) {
   $('#mute-toggle').hidden = true;
   const target = $('#view');
   try {
-    if (view === 'threads') await renderThreadsInbox(target);
+    if (view === 'notifications') renderNotifications(target);
+    else if (view === 'threads') await renderThreadsInbox(target);
     else if (view === 'saved') await renderSaved(target);
     else await renderPreferences(target);
   } catch (error) {

@@ -86,19 +86,8 @@ const reasonLabels = {
 // Opens the message where it was said, in its thread when it is a reply, and marks it read.
 async function openNotification(row) {
   if (!row.readAt) markNotificationsRead({ ids: [row.id] });
-  const message = row.message;
-  if (!message) return toast('You can no longer read this message.');
-  const other = message.sender === state.me.uid ? message.receiverUid : message.sender;
-  const conversation = message.receiverType === 'group'
-    ? { kind: 'group', id: message.receiverUid, name: (state.groups.get(message.receiverUid) || {}).name || message.receiverUid }
-    : { kind: 'user', id: other, name: senderName(other) };
-  await openConversation(conversation);
-  if (message.parentMessageId) {
-    await openThread({ id: message.parentMessageId });
-    highlightIn('#side-body', message.id);
-  } else {
-    scrollToMessage(message.id);
-  }
+  if (!row.message) return toast('You can no longer read this message.');
+  await showMessageInPlace(row.message);
 }
 
 function renderNotifications(target) {

@@ -231,11 +231,7 @@ async function enterApp() {
     'data-testid': `conv-group-${group.guid}`, 'data-conv': `group:${group.guid}`,
     onclick: () => openConversation({ kind: 'group', id: group.guid, name: group.name }),
   }, `# ${group.name}`))));
-  $('#users').replaceChildren(...users.filter((user) => user.uid !== state.me.uid).map((user) => el('li', {},
-    el('button', {
-      'data-testid': `conv-user-${user.uid}`, 'data-conv': `user:${user.uid}`,
-      onclick: () => openConversation({ kind: 'user', id: user.uid, name: user.name }),
-    }, `${user.name}${user.role === 'bot' ? ' (bot)' : ''}`))));
+  renderPeople();
   wireComposer();
   wireThreadComposer();
   document.addEventListener('click', (event) => {
@@ -244,7 +240,63 @@ async function enterApp() {
   $('#side-close').onclick = closeSide;
   $('#pins-toggle').onclick = openPins;
   $('#pin-banner').onclick = openPins;
+  document.addEventListener('visibilitychange', () => { if (!document.hidden) refreshFromServer(); });
+  setInterval(refreshSettings, 30000);
   listen();
+}
+
+// The people one may talk to: everyone but oneself, and of the bots only those running now (a bot
+// removed from bots/ leaves the list at the next reload).
+function renderPeople() {
+  const running = new Set(state.ui.bots || []);
+  const people = [...state.users.values()].filter((user) => user.uid !== state.me.uid
+    && (user.role !== 'bot' || running.has(user.uid)));
+  $('#users').replaceChildren(...people.map((user) => el('li', {},
+    el('button', {
+      'data-testid': `conv-user-${user.uid}`, 'data-conv': `user:${user.uid}`,
+      onclick: () => openConversation({ kind: 'user', id: user.uid, name: user.name }),
+    }, `${user.name}${user.role === 'bot' ? ' (bot)' : ''}`))));
+}
+
+// The configuration's part of the page (the follow controls' switch and hide flags, the copy, the
+// reply type, the running bots) as the server has it now: a reload (kill -HUP) reaches an open
+// page within half a minute, or as soon as it is shown again.
+async function refreshSettings() {
+  let settings;
+  try {
+    settings = (await api('GET', '/v3/web/settings')).data;
+  } catch (error) {
+    return;
+  }
+  if (JSON.stringify(settings.ui) === JSON.stringify(state.ui)) return;
+  state.ui = settings.ui;
+  if (settings.ui.bots.some((uid) => !state.users.has(uid))) {
+    for (const user of (await api('GET', '/v3/users?limit=100')).data) state.users.set(user.uid, user);
+  }
+  renderPeople();
+  if (state.conversation) renderMessages();
+  if (state.thread) renderThread();
+  renderQuotePreview();
+}
+
+// Back on a hidden tab: the settings, and the open conversation's subscription states, fetched
+// again (they may have changed while no event could say so).
+async function refreshFromServer() {
+  await refreshSettings();
+  const conversation = state.conversation;
+  if (!conversation) return;
+  try {
+    const page = await api('GET', `${conversationPath(conversation)}?limit=100&hideReplies=true`);
+    if (conversation !== state.conversation) return;
+    for (const message of page.data) {
+      if (message.parentMessageId === 0 && !state.inFlight.has(message.id)) {
+        state.subscriptions.set(message.id, message.threadSubscribed === true);
+      }
+    }
+    if (state.thread) renderThreadChrome();
+  } catch (error) {
+    // Offline: what is shown stays.
+  }
 }
 
 // ---------- live events (SSE over fetch, so the token travels in a header, not the URL) ----------
@@ -326,6 +378,14 @@ function inOpenConversation(message) {
 
 function onEvent(name, event) {
   const message = event.message;
+  // The signed-in person's subscription changed elsewhere (another tab, a command, a reply).
+  if ((name === 'onThreadSubscribed' || name === 'onThreadUnsubscribed') && message && event.actor === state.me.uid) {
+    if (!state.inFlight.has(message.id)) {
+      state.subscriptions.set(message.id, name === 'onThreadSubscribed');
+      renderSubscriptionControls(message.id);
+    }
+    return;
+  }
   if (!message) {
     if (state.conversation && state.conversation.kind === 'group' && event.member
         && event.member.guid === state.conversation.id) loadMembers();
@@ -431,6 +491,8 @@ async function openConversation(conversation) {
   state.conversation = conversation;
   state.view = null;
   state.messages = new Map();
+  // Read off the messages fetched now, not remembered from earlier in the page's life.
+  state.subscriptions = new Map();
   state.quote = null;
   if (state.editing) endEdit();
   renderQuotePreview();
@@ -542,7 +604,7 @@ function senderName(uid) {
 }
 
 function plain(message) {
-  if (message.deletedAt) return 'This message was deleted';
+  if (message.deletedAt) return copy('MESSAGE_DELETED');
   if (message.attachments && message.attachments.length && !message.text) return `File: ${message.attachments[0].name}`;
   return (message.text || '').replace(/<@uid:([^>]+)>/g, (_, uid) => `@${senderName(uid)}`);
 }
@@ -585,7 +647,9 @@ function quotedBlock(message) {
   return el('div', {
     class: 'quoted', 'data-testid': 'quoted', 'data-quoted-id': message.quotedMessageId,
     title: 'Show the quoted message', onclick: () => scrollToMessage(message.quotedMessageId),
-  }, el('strong', {}, quoted ? senderName(quoted.sender) : ''), ' ', file ? `File: ${file.name}` : body);
+  }, el('span', { class: 'meta', 'data-testid': 'replied-to' },
+    copy('QUOTE_REPLIED_TO').replace('{name}', quoted ? senderName(quoted.sender) : '…')), ' ',
+  file ? `File: ${file.name}` : body);
 }
 
 // An attachment is an upload of this server (fetched with the auth token, which never leaves this
@@ -634,7 +698,7 @@ function messageNode(message, options = {}) {
     message.pinnedAt ? el('span', { class: 'pinned-mark', 'data-testid': 'pinned-mark' }, 'pinned') : null,
     message.savedAt ? el('span', { class: 'pinned-mark', 'data-testid': 'saved-mark' }, 'saved') : null),
   message.quotedMessageId && !message.deletedAt ? quotedBlock(message) : null,
-  el('div', { class: 'text' }, message.deletedAt ? 'This message was deleted' : richText(message.text || '')),
+  el('div', { class: 'text' }, message.deletedAt ? copy('MESSAGE_DELETED') : richText(message.text || '')),
   ...(message.deletedAt ? [] : (message.attachments || []).map(attachmentNode)),
   message.deletedAt || !(message.reactions || []).length ? null : el('div', { class: 'reactions', 'data-testid': 'reactions' },
     ...message.reactions.map((count) => el('button', {
@@ -720,52 +784,65 @@ function openSheet(message, x, y, options = {}) {
     items.push(el('button', {
       // The text as shown: a mention is copied as @Name, not as its <@uid:...> token.
       role: 'menuitem', 'data-testid': 'action-copy', onclick: () => { closeSheet(); copyText(plain(message)); },
-    }, 'Copy'));
+    }, copy('MESSAGE_COPY')));
   }
   // Reply starts quote mode; disabled on a message that is itself a quote reply (one level deep).
-  if (!options.inThread) {
+  // `ui.replyType: NONE` offers none, as Sendbird's kit does.
+  if (!options.inThread && state.ui.replyType !== 'NONE') {
     items.push(el('button', {
       role: 'menuitem', 'data-testid': 'action-reply', disabled: message.quotedMessageId !== 0,
       onclick: () => { closeSheet(); startQuote(message); },
-    }, 'Reply'));
+    }, copy('MESSAGE_QUOTE_REPLY')));
   }
   // One's own text message, in the conversation's composer, as Slack and CometChat offer it.
   if (mine && !options.inThread && message.type === 'text' && message.category === 'message') {
     items.push(el('button', {
       role: 'menuitem', 'data-testid': 'action-edit', onclick: () => { closeSheet(); startEdit(message); },
-    }, 'Edit'));
+    }, copy('MESSAGE_EDIT')));
   }
   if (isParent) {
     items.push(el('button', {
       role: 'menuitem', 'data-testid': 'action-thread', onclick: () => { closeSheet(); openThread(message); },
-    }, 'Reply in thread'));
+    }, copy('MESSAGE_REPLY_IN_THREAD')));
   }
   // The subscription option: on parent messages only, never a reply, whatever the reply count.
   if (isParent && showOption()) {
     const subscribed = isSubscribed(message.id);
     items.push(el('button', {
-      role: 'menuitem', 'data-testid': 'action-subscription', disabled: state.inFlight.has(message.id),
+      role: 'menuitem', class: 'with-icon', 'data-testid': 'action-subscription', 'data-subscribed': String(subscribed),
+      disabled: state.inFlight.has(message.id),
       onclick: () => { closeSheet(); toggleSubscription(message.id); },
-    }, copy(subscribed ? 'THREAD_UNSUBSCRIBE' : 'THREAD_SUBSCRIBE')));
+    }, bellIcon(subscribed), copy(subscribed ? 'THREAD_UNSUBSCRIBE' : 'THREAD_SUBSCRIBE')));
   }
   if (canPin()) {
     items.push(el('button', {
       role: 'menuitem', 'data-testid': 'action-pin',
       onclick: () => { closeSheet(); pinToggle(message); },
-    }, message.pinnedAt ? 'Unpin' : 'Pin'));
+    }, copy(message.pinnedAt ? 'MESSAGE_UNPIN' : 'MESSAGE_PIN')));
   }
   if (state.ui.features.save) {
     items.push(el('button', {
       role: 'menuitem', 'data-testid': 'action-save',
       onclick: () => { closeSheet(); saveToggle(message); },
-    }, message.savedAt ? 'Unsave' : 'Save'));
+    }, copy(message.savedAt ? 'MESSAGE_UNSAVE' : 'MESSAGE_SAVE')));
   }
   if (mine) {
-    items.push(el('button', {
+    const remove = el('button', {
       role: 'menuitem', 'data-testid': 'action-delete', disabled: hasQuoteReplies(message.id),
       title: hasQuoteReplies(message.id) ? 'Delete its quote replies first' : null,
       onclick: () => { closeSheet(); deleteMessage(message); },
-    }, 'Delete'));
+    }, copy('MESSAGE_DELETE'));
+    items.push(remove);
+    // Quote replies this page never loaded (in threads, or before it opened) count too: the
+    // server says how many are left.
+    if (!hasQuoteReplies(message.id)) {
+      api('GET', `/v3/messages/${message.id}`).then((answer) => {
+        if (answer.meta && answer.meta.quoteReplyCount > 0) {
+          remove.disabled = true;
+          remove.title = 'Delete its quote replies first';
+        }
+      }).catch(() => {});
+    }
   }
   const sheet = $('#sheet');
   sheet.replaceChildren(...items);
@@ -792,7 +869,7 @@ async function copyText(text) {
       area.remove();
       if (!copied) throw new Error('the browser refused to copy');
     }
-    toast('Copied');
+    toast(copy('MESSAGE_COPIED'));
   } catch (error) {
     toast(`Could not copy: ${error.message || error}`);
   }
@@ -873,11 +950,11 @@ function endEdit() {
 function renderQuotePreview() {
   const preview = $('#quote-preview');
   preview.hidden = !state.quote && !state.editing;
-  $('#send').textContent = state.editing ? 'Save' : 'Send';
+  $('#send').textContent = copy(state.editing ? 'MESSAGE_SAVE' : 'COMPOSER_SEND');
   $('#file').disabled = Boolean(state.editing);
   if (state.editing) {
     preview.querySelector('.close').setAttribute('aria-label', 'Stop editing');
-    preview.querySelector('.quote-body').replaceChildren(el('strong', {}, 'Editing your message'), el('br'),
+    preview.querySelector('.quote-body').replaceChildren(el('strong', {}, copy('COMPOSER_EDITING')), el('br'),
       plain(state.editing));
     return;
   }
@@ -885,7 +962,7 @@ function renderQuotePreview() {
   if (!state.quote) return;
   const file = state.quote.attachments && state.quote.attachments.length ? state.quote.attachments[0] : null;
   preview.querySelector('.quote-body').replaceChildren(
-    el('strong', {}, `Replying to ${senderName(state.quote.sender)}`), el('br'),
+    el('strong', {}, copy('COMPOSER_REPLYING_TO').replace('{name}', senderName(state.quote.sender))), el('br'),
     file ? `File: ${file.name}` : plain(state.quote));
 }
 

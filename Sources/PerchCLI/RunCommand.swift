@@ -75,6 +75,7 @@ public enum RunCommand {
             return code
         }
         var server: HTTPServer?
+        var web: WebSettings?
         if let config = loaded.config, let address = config.server.listenAddress, let service = await host.service {
             let key = config.server.apiKey ?? ""
             if key.isEmpty, config.backend == .embedded {
@@ -83,9 +84,10 @@ public enum RunCommand {
             let media = MediaSettings(
                 directory: loaded.resolve(config.server.dataDirectory) + "/media",
                 maximumBytes: config.server.maxUploadBytes, allowedTypes: config.server.uploadTypes)
+            web = webSettings(config, loaded)
             let api = PerchAPI(
                 service: service, host: host, apiKey: key, metrics: host.metrics, media: media,
-                web: webSettings(config, loaded),
+                web: web,
                 maximumBodyBytes: config.server.maxBodyBytes,
                 messagesPerMinute: config.limits.messagesPerMinute,
                 heartbeat: .seconds(config.server.heartbeatSeconds), hostNames: config.server.hostNames,
@@ -165,6 +167,7 @@ public enum RunCommand {
                 let next = loader.load(configPath: configPath)
                 if await host.reload(next) {
                     running = CheckCommand.summary(next)
+                    web?.replaceSettings(Self.webSettingsJSON(next, started: loaded.config))
                     // Said at every reload until a restart applies them (compared with the start's).
                     var waiting: [RestartSetting] = []
                     if let started = loaded.config, let config = next.config {
@@ -221,6 +224,17 @@ public enum RunCommand {
 
     static func webSettings(_ config: PerchConfiguration, _ loaded: LoadedConfiguration) -> WebSettings {
         let directory = config.server.webDirectory.isEmpty ? nil : loaded.resolve(config.server.webDirectory)
+        return WebSettings(
+            directory: directory, devSignIn: config.server.devSignIn, people: config.seed.users.map(\.uid),
+            settingsJSON: webSettingsJSON(loaded))
+    }
+
+    /// What the web chat reads of the configuration: the follow controls' gate and hide flags, the
+    /// copy, the reply type, the features and limits (these two as the host started: they wait
+    /// for a restart), and the running bots' users (a bot removed from bots/ leaves the people).
+    static func webSettingsJSON(_ loaded: LoadedConfiguration, started: PerchConfiguration? = nil) -> String {
+        guard let config = loaded.config else { return "{}" }
+        let fixed = started ?? config
         let gate = config.ui.threadSubscription
         let settings: [String: Any] = [
             "threadSubscription": [
@@ -228,15 +242,15 @@ public enum RunCommand {
                 "topBarBell": gate.topBarBell,
             ],
             "strings": config.strings.entries,
-            "features": ["pin": config.features.pin, "save": config.features.save],
+            "replyType": config.ui.replyType.rawValue,
+            "bots": loaded.bots.filter(\.bot.enabled).map(\.bot.user.uid).sorted(),
+            "features": ["pin": fixed.features.pin, "save": fixed.features.save],
             "limits": [
-                "pinsPerConversation": config.limits.pinsPerConversation, "savesPerUser": config.limits.savesPerUser,
+                "pinsPerConversation": fixed.limits.pinsPerConversation, "savesPerUser": fixed.limits.savesPerUser,
             ],
         ]
         let json = (try? JSONSerialization.data(withJSONObject: settings, options: [.sortedKeys])) ?? Data("{}".utf8)
-        return WebSettings(
-            directory: directory, devSignIn: config.server.devSignIn, people: config.seed.users.map(\.uid),
-            settingsJSON: String(decoding: json, as: UTF8.self))
+        return String(decoding: json, as: UTF8.self)
     }
 
     static func dryRun(_ host: BotHost, _ parsed: ParsedArguments) async -> Int32 {

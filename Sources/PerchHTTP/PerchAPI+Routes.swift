@@ -156,7 +156,11 @@ extension PerchAPI {
                 return try await api.page(messagesRequest, request)
             },
             route("GET", "v3/messages/{id}", name: "messages.get") { api, request in
-                .json(200, APIJSON.data(try await api.service.message(try request.id(), as: request.caller.uid).json))
+                // `meta.quoteReplyCount`: live quote replies anywhere (its threads too); its
+                // sender may not delete it while any is left.
+                let (message, quotes) = try await api.service.messageWithQuoteReplies(
+                    try request.id(), as: request.caller.uid)
+                return .json(200, #"{"data":\#(message.json),"meta":{"quoteReplyCount":\#(quotes)}}"#)
             },
             route("PUT", "v3/messages/{id}", name: "messages.edit") { api, request in
                 var body = try request.body()

@@ -1,5 +1,6 @@
 import Foundation
 import PerchChat
+import PerchLock
 import PerchService
 
 /// The web chat: static files from the repository's `web/` folder, its settings, and the
@@ -12,15 +13,21 @@ public struct WebSettings: Sendable {
     public var devSignIn: Bool
     /// The seeded people one may sign in as (not the bots).
     public var people: [String]
-    /// The JSON the web chat reads at start: the gate and hide flags, the copy, the limits.
-    public var settingsJSON: String
+    /// The JSON the web chat reads at start and again now and then: the gate and hide flags, the
+    /// copy, the reply type, the limits, the running bots. A reload replaces it
+    /// (``replaceSettings(_:)``), so an open page hears it without a restart, as the bots do.
+    public var settingsJSON: String { box.withLock { $0 } }
+    private let box: Lock<String>
 
     public init(directory: String?, devSignIn: Bool, people: [String], settingsJSON: String) {
         self.directory = directory
         self.devSignIn = devSignIn
         self.people = people
-        self.settingsJSON = settingsJSON
+        box = Lock(settingsJSON)
     }
+
+    /// What a reload changed of the web chat's settings.
+    public func replaceSettings(_ json: String) { box.withLock { $0 = json } }
 
     static let types = [
         "html": "text/html; charset=utf-8", "js": "text/javascript; charset=utf-8", "css": "text/css; charset=utf-8",

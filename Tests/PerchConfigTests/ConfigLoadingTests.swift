@@ -59,8 +59,9 @@ import Testing
                 "server.listen (127.0.0.1:8080 → 127.0.0.1:9090)", "server.apiKey",
                 "server.bodyTimeoutSeconds (30 → 9)",
                 "features.save (true → false)",
-                "limits.pinsPerConversation (100 → 7)", "ui.threadSubscription.hideButton (false → true)", "strings",
+                "limits.pinsPerConversation (100 → 7)",
             ])
+        // The copy and the ui switches are the bots' and the web chat's at the reload: none waits.
         #expect(!waiting.joined().contains("s3cret"))
     }
 

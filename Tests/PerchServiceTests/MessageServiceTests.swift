@@ -278,10 +278,12 @@ import Testing
             try await chat.service.ensureSeededMember(guid: "g", uid: "dave", scope: .moderator)
             let events = try await chat.service.events(for: "carol", after: before).events
             #expect(events.map(\.name) == [.groupMemberScopeChanged])
-            #expect(events.first?.member?.uid == "dave" && events.first?.member?.actor == "alice")
+            // The configuration did it: the app, never the group's owner, who did nothing.
+            #expect(events.first?.member?.uid == "dave" && events.first?.member?.actor == User.system)
             #expect(events.first?.member?.oldScope == .participant && events.first?.member?.scope == .moderator)
             let history = try await chat.service.fetchPrevious(MessagesRequest(guid: "g", limit: 1), as: "carol")
             #expect(history.messages.last?.category == .action)
+            #expect(history.messages.last?.text == "app_system made dave moderator")
             // The same seed again changes nothing and announces nothing.
             try await chat.service.ensureSeededMember(guid: "g", uid: "dave", scope: .moderator)
             try await chat.service.ensureMember(guid: "g", uid: "dave", scope: .moderator)

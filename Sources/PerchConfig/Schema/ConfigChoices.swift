@@ -8,3 +8,4 @@ extension GroupMemberScope: ConfigChoice, ConfigChoiceNames {}
 extension PinOverflow: ConfigChoice, ConfigChoiceNames {}
 extension PinOverflow: ConfigPlaceholder { public static var placeholder: PinOverflow { .refuse } }
 extension NotificationReason: ConfigChoice, ConfigChoiceNames {}
+extension UIConfiguration.ReplyType: ConfigChoice, ConfigChoiceNames {}

@@ -339,14 +339,24 @@ public struct UIConfiguration: Decodable, Sendable {
 
     /// `threadSubscription`: the follow controls' gate and the per-surface hide flags.
     public var threadSubscription = ThreadSubscription()
+    /// `replyType` (default `QUOTE_REPLY`): how the web chat's message menu offers to reply, as
+    /// Sendbird's UI kit has it: `QUOTE_REPLY` offers the quote reply, `NONE` does not (replies
+    /// in threads stay).
+    public var replyType = ReplyType.quoteReply
+
+    public enum ReplyType: String, Sendable, Decodable, CaseIterable {
+        case quoteReply = "QUOTE_REPLY"
+        case none = "NONE"
+    }
 
     public init() {}
 
-    enum CodingKeys: String, CodingKey { case threadSubscription }
+    enum CodingKeys: String, CodingKey { case threadSubscription, replyType }
 
     public init(from decoder: any Decoder) throws {
         let c = try decoder.container(keyedBy: CodingKeys.self)
         threadSubscription = try c.decodeIfPresent(ThreadSubscription.self, forKey: .threadSubscription) ?? .init()
+        replyType = try c.decodeIfPresent(ReplyType.self, forKey: .replyType) ?? .quoteReply
     }
 }
 

@@ -9,12 +9,11 @@ public struct RestartSetting: Sendable, Equatable, CustomStringConvertible {
 
 extension PerchConfiguration {
     /// The settings of this configuration that differ from `running`'s and that a reload does not
-    /// apply (all of them, or, for `strings` and `ui.threadSubscription.enabled`, the web chat's
-    /// part), each with the two values (but a secret's or a table's): the HTTP server, the
-    /// store, the chat service's rules and the web chat's settings are made once, when the host
-    /// starts. A reload applies the seed, the bots and what the bots read (`strings`,
-    /// `limits.botHops`, the thread-subscription gate's commands), and says which of these wait
-    /// for the next start (docs/configuration.md, "What a reload applies").
+    /// apply, each with the two values (but a secret's or a table's): the HTTP server, the store
+    /// and the chat service's rules are made once, when the host starts. A reload applies the
+    /// seed, the bots, what the bots and the web chat read (`strings`, `ui.*`, `limits.botHops`),
+    /// and says which of the others wait for the next start (docs/configuration.md, "What a
+    /// reload applies").
     public func settingsNeedingRestart(comparedWith running: PerchConfiguration) -> [RestartSetting] {
         var changed: [RestartSetting] = []
         func compare<Value: Equatable>(_ key: String, _ old: Value, _ new: Value, shown: Bool = true) {
@@ -54,13 +53,6 @@ extension PerchConfiguration {
         compare("notifications.group", running.notifications.group, notifications.group, shown: false)
         compare("notifications.oneOnOne", running.notifications.oneOnOne, notifications.oneOnOne, shown: false)
         compare("notifications.webhooks", running.notifications.webhooks, notifications.webhooks, shown: false)
-        // The web chat is told these once, at start (the bots read the new ones at the reload).
-        let (oldGate, newGate) = (running.ui.threadSubscription, ui.threadSubscription)
-        compare("ui.threadSubscription.enabled", oldGate.enabled, newGate.enabled)
-        compare("ui.threadSubscription.hideOption", oldGate.hideOption, newGate.hideOption)
-        compare("ui.threadSubscription.hideButton", oldGate.hideButton, newGate.hideButton)
-        compare("ui.threadSubscription.topBarBell", oldGate.topBarBell, newGate.topBarBell)
-        compare("strings", running.strings.entries, strings.entries, shown: false)
         // The bots are read from the new one at once; the file watcher watches the old one.
         compare("botsDirectory", running.botsDirectory, botsDirectory)
         return changed

@@ -17,6 +17,22 @@ public struct StringTable: Decodable, Sendable {
             "Send !follow in a thread, as a quote reply to a message, or as !follow <messageId>.",
         // Perch's own, the first line of a bot's built-in `help` answer; `{name}` is the bot's name.
         "HELP_HEADING": "{name}'s commands:",
+        // Perch's own, the web chat's fixed labels; `{name}` is a person's name.
+        "MESSAGE_COPY": "Copy",
+        "MESSAGE_COPIED": "Copied",
+        "MESSAGE_QUOTE_REPLY": "Reply",
+        "MESSAGE_REPLY_IN_THREAD": "Reply in thread",
+        "MESSAGE_EDIT": "Edit",
+        "MESSAGE_DELETE": "Delete",
+        "MESSAGE_DELETED": "This message was deleted",
+        "MESSAGE_PIN": "Pin",
+        "MESSAGE_UNPIN": "Unpin",
+        "MESSAGE_SAVE": "Save",
+        "MESSAGE_UNSAVE": "Unsave",
+        "COMPOSER_REPLYING_TO": "Replying to {name}",
+        "COMPOSER_EDITING": "Editing your message",
+        "COMPOSER_SEND": "Send",
+        "QUOTE_REPLIED_TO": "replied to {name}",
     ]
 
     public private(set) var entries: [String: String]

@@ -98,14 +98,16 @@ extension ChatService {
                 // Announced as a person's scope change is: the members' lists and the action
                 // message in the group's history follow.
                 try memberEvent(
-                    tx, .groupMemberScopeChanged, group: group, uid: uid, actor: group.owner, scope: scope,
+                    tx, .groupMemberScopeChanged, group: group, uid: uid, actor: User.system, scope: scope,
                     oldScope: existing.scope, at: now)
             }
             return
         }
         guard try !tx.isBanned(guid: guid, uid: uid) else { return }
         try tx.upsertMember(GroupMember(guid: guid, uid: uid, scope: scope, joinedAt: now))
-        try memberEvent(tx, .memberAddedToGroup, group: group, uid: uid, actor: group.owner, scope: scope, at: now)
+        // The configuration did it (a bot file's groups, the seed): the app is the actor, never a
+        // person who did nothing.
+        try memberEvent(tx, .memberAddedToGroup, group: group, uid: uid, actor: User.system, scope: scope, at: now)
     }
 
     /// A group, for someone who may see it: any user for a public group, members for a private one.

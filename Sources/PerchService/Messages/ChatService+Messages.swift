@@ -228,6 +228,21 @@ extension ChatService {
         }
     }
 
+    /// One message for someone who can see it, as ``message(_:as:)``, with how many live quote
+    /// replies it has anywhere in its conversation (its threads included): its sender may not
+    /// delete it while any is left.
+    /// - Throws: `ERR_MESSAGE_ID_NOT_FOUND`, `ERR_MESSAGE_NO_ACCESS`.
+    public func messageWithQuoteReplies(_ id: Int64, as viewer: String) async throws(ChatError)
+        -> (message: Message, quoteReplies: Int)
+    {
+        try await reading { tx in
+            guard let message = try tx.message(id) else { throw ChatError.messageNotFound(id) }
+            try AccessRules.checkRead(try Self.participation(tx, uid: viewer, towards: message), messageId: id)
+            let quotes = message.isDeleted ? 0 : try tx.liveQuoteReplyCount(of: id)
+            return (try Self.decorate(tx, [message], for: viewer)[0], quotes)
+        }
+    }
+
     /// Fills the per-viewer fields and the quoted-message previews of fetched messages.
     static func decorate(_ tx: any ChatReadTransaction, _ messages: [Message], for viewer: String) throws -> [Message] {
         guard !messages.isEmpty else { return [] }

@@ -96,7 +96,7 @@ let package = Package(
             name: "PerchBench",
             dependencies: [
                 "PerchService", "PerchSQLite", "PerchChat", "PerchMatch", "PerchRegex", "PerchHost", "PerchConfig",
-                "PerchLock",
+                "PerchLock", "PerchHTTP", "PerchHTTPClient",
             ]),
         // peers-v1 against errbot, opsdroid and maubot (`make bench`; bench/peers-v1).
         .executableTarget(

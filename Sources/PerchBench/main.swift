@@ -17,6 +17,7 @@ let scenarios: [String: () async throws -> Void] = [
     "retention": benchmarkRetention,
     "open": benchmarkOpen,
     "encode": benchmarkEncode,
+    "webhooks": benchmarkWebhooks,
 ]
 let requested = CommandLine.arguments.dropFirst().first
 guard requested == nil || scenarios[requested!] != nil else {

@@ -59,6 +59,24 @@ class NotificationCentreTests(WebChatTestCase):
         page.wait_until(lambda: page.finds('[data-testid^="notification-"][data-read="false"]'),
                         what="the new row in the open list")
 
+    def test_a_hidden_tab_shows_the_browsers_notification_once_allowed(self):
+        page = self.page("bob")
+        # A headless tab is never hidden and asks nobody: stand in for the browser's side, as a
+        # person who allowed notifications and looked away would have it.
+        self.driver.execute_script("""
+            window.shown = [];
+            window.Notification = class {
+                constructor(title, options) { window.shown.push({ title, body: options.body }); }
+                close() {}
+            };
+            window.Notification.permission = 'granted';
+            Object.defineProperty(document, 'hidden', { configurable: true, get: () => true });
+        """)
+        self.server.send("are you there, <@uid:bob>?", as_uid="carol")
+        shown = page.wait_until(lambda: self.driver.execute_script("return window.shown"), what="a notification")
+        self.assertEqual(shown[0]["title"], "Carol · # General")
+        self.assertEqual(shown[0]["body"], "are you there, @Bob?")
+
     def test_a_conversation_opens_at_its_newest_message_with_the_composer_in_view(self):
         for index in range(60):
             self.server.send(f"filler {index}", as_uid="carol", group="announcements")

@@ -197,8 +197,13 @@ public final class SQLiteChatStore: ChatStore {
         return nil
     }
 
-    /// The newest outbox row of `uid` this process committed (0: none since it opened the store).
+    /// The newest outbox row of `uid` this process committed while a stream of theirs watched (0:
+    /// none).
     public func notifiedThrough(_ uid: String) -> Int64? { watermarks.latest(for: uid) }
+
+    public func watchNotifications(of uid: String) { watermarks.watch(uid) }
+
+    public func unwatchNotifications(of uid: String) { watermarks.unwatch(uid) }
 
     /// Reader connections open and idle now (at most ``idleReaderLimit``).
     var idleReaders: Int { readers.withLock { $0.count } }

@@ -14,9 +14,9 @@ final class SQLiteTransaction: ChatWriteTransaction {
     /// The last event this (write) transaction pruned (0: none), for the cache to forget after the
     /// commit: a reader after a pruned event is then told what it missed, from memory too.
     var prunedEvents: Int64 = 0
-    /// The outbox rows this (write) transaction appended, by user, for the live streams'
-    /// ``NotificationWatermarks``.
-    var notified: [(uid: String, seq: Int64)] = []
+    /// The outbox rows this (write) transaction appended, per message (its recipients, and a
+    /// sequence at or above their rows), for the live streams' ``NotificationWatermarks``.
+    var notified: [(recipients: [NotificationRecipient], through: Int64)] = []
     /// Whether this (write) transaction added, changed or removed a group member.
     var changedMembers = false
     /// Decoded recent events (read transactions).

@@ -61,19 +61,27 @@ extension ChatService {
     ) async throws(ChatError) {
         var cursor = seq
         var notified: Int64 = 0
+        // The first look reads the outbox whatever the watermark says: rows committed before the
+        // watch began are not in it.
+        var firstLook = true
         if notifications {
+            store.watchNotifications(of: uid)
             if let notificationsAfter {
                 notified = notificationsAfter
             } else {
                 notified = try await newestNotification(of: uid)
             }
         }
+        defer { if notifications { store.unwatchNotifications(of: uid) } }
         while !Task.isCancelled {
             // A short page scanned everything committed when it was read (its `scannedThrough` is
             // the snapshot's newest event): wait for the user's next event, which returns at once
             // when more was committed since.
             var page = try await events(for: uid, session: session, after: cursor)
-            if notifications { page.notifications = try await newNotifications(for: uid, page, after: &notified) }
+            if notifications {
+                page.notifications = try await newNotifications(for: uid, page, after: &notified, look: firstLook)
+                firstLook = false
+            }
             guard deliver(page) else { return }
             cursor = max(cursor, page.scannedThrough)
             if page.isFull { continue }
@@ -93,13 +101,13 @@ extension ChatService {
     /// past them. The store's watermark is read before the outbox: every row up to it is committed,
     /// so the cursor may move to it even when the rows read end earlier. A store without one is
     /// read when the page brings someone else's new message.
-    func newNotifications(for uid: String, _ page: EventPage, after cursor: inout Int64) async throws(ChatError)
-        -> [NotificationRecord]
+    func newNotifications(for uid: String, _ page: EventPage, after cursor: inout Int64, look: Bool = false)
+        async throws(ChatError) -> [NotificationRecord]
     {
         let watermark = store.notifiedThrough(uid)
         if let watermark {
-            guard watermark > cursor else { return [] }
-        } else {
+            guard watermark > cursor || look else { return [] }
+        } else if !look {
             guard page.events.contains(where: { $0.name.isNewMessage && $0.message?.sender != uid }) else { return [] }
         }
         let records = try await notifications(for: uid, after: cursor, limit: 1000).records

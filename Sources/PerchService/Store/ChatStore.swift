@@ -35,10 +35,14 @@ public protocol ChatStore: Sendable {
     func waitForEvents(
         after seq: Int64, for uid: String?, session: String?, ignoringOwnMessages: Bool, endingAtTick: Bool)
         async
-    /// The newest outbox row of `uid` that this store's own commits appended, known without a
-    /// read (0: none yet); nil when the store does not keep it, and a live stream then reads the
-    /// outbox whenever its user is sent a message.
+    /// The newest outbox row of `uid` that this store's own commits appended while `uid` was
+    /// watched, known without a read (0: none yet); nil when the store does not keep it, and a
+    /// live stream then reads the outbox whenever its user is sent a message.
     func notifiedThrough(_ uid: String) -> Int64?
+    /// A stream of `uid`'s notifications begins (each call is ended by
+    /// ``unwatchNotifications(of:)``): from now on ``notifiedThrough(_:)`` follows `uid`.
+    func watchNotifications(of uid: String)
+    func unwatchNotifications(of uid: String)
     /// Closes the store; later calls fail with ``StoreClosedError``.
     func close() async
 }
@@ -61,6 +65,8 @@ public protocol StoreFailure: Error {
 
 extension ChatStore {
     public func notifiedThrough(_ uid: String) -> Int64? { nil }
+    public func watchNotifications(of uid: String) {}
+    public func unwatchNotifications(of uid: String) {}
 
     public func events(for uid: String, session: String?, after seq: Int64, limit: Int) async throws -> EventPage {
         try await read { tx in try tx.events(for: uid, session: session, after: seq, limit: limit) }

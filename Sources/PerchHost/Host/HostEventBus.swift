@@ -1,8 +1,9 @@
 import PerchLock
 
-/// The host's event bus: events that no chat listener carries, for plugins. Today one: a thread
-/// subscription changed through the host, so a plugin's own follow control stays in step with the
-/// `!follow` command and the web chat's bell (docs/chat-model.md, "Thread subscriptions").
+/// The host's event bus: what the host did, for the parts of the host beside the bots. Today one:
+/// a thread subscription changed through the host (the Matrix backend subscribes a bot's own
+/// account there, MSC4306). Plugins hear every subscription change, by any means, as an event of
+/// the chat (`onThreadSubscribed`, ``BotPlugin/onThreadSubscriptionChanged(parentMessageId:uid:isSubscribed:)``).
 /// Listeners are registered by id; registering a duplicate id replaces the earlier listener.
 public final class HostEventBus: Sendable {
     public enum Event: Sendable, Hashable {

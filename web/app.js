@@ -79,6 +79,21 @@ async function api(method, path, body, extraHeaders = {}) {
 
 const copy = (key) => (state.ui && state.ui.strings[key]) || key;
 
+// Every row of a list the server pages (`meta.next`): an operator may raise the pin or save limit
+// past one page. At most 50 pages.
+async function everyPage(path) {
+  let rows = [];
+  let next = '';
+  for (let page = 0; page < 50; page++) {
+    const answer = await api('GET', path + next);
+    rows = rows.concat(answer.data);
+    const more = answer.meta && answer.meta.hasMore && answer.meta.next;
+    if (!more) break;
+    next = `&id=${more.id}&affix=append`;
+  }
+  return rows;
+}
+
 // ---------- toasts ----------
 
 let toastTimer = null;
@@ -585,7 +600,7 @@ async function loadPins() {
   const conversation = state.conversation;
   if (!conversation || !state.ui.features.pin) return;
   try {
-    state.pinned = (await api('GET', `${conversationPath(conversation)}?pinned=true&limit=100`)).data;
+    state.pinned = await everyPage(`${conversationPath(conversation)}?pinned=true&limit=100`);
   } catch (error) {
     state.pinned = [];
   }

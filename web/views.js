@@ -90,7 +90,7 @@ async function renderThreadsInbox(target) {
 
 async function renderSaved(target) {
   $('#conv-title').textContent = 'Saved messages';
-  const saved = (await api('GET', '/v3/messages?saved=true&limit=100')).data;
+  const saved = await everyPage('/v3/messages?saved=true&limit=100');
   // Each names its conversation and opens there (in its thread, for a reply).
   target.replaceChildren(el('div', { class: 'list-view', 'data-testid': 'saved-list' },
     saved.length ? null : el('p', {}, 'Nothing saved yet.'),

@@ -95,6 +95,40 @@ struct NotificationCollector: BotPlugin {
         }
     }
 
+    /// A JSON-RPC plugin hears every subscription change in its bot's conversations, one made
+    /// through the API too, as `threadSubscriptionChanged`.
+    @Test func anExternalPluginHearsSubscriptionChangesFromAnySource() async throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("perch-follow-\(UUID())").path
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let script = directory + "/follows.py"
+        let out = directory + "/seen.jsonl"
+        try """
+        import json, sys
+        for line in sys.stdin:
+            request = json.loads(line)
+            if request.get("method") == "threadSubscriptionChanged":
+                params = request["params"]
+                with open(\(String(reflecting: out)), "a") as seen:
+                    seen.write(json.dumps([params["parentMessageId"], params["uid"], params["isSubscribed"]]) + "\\n")
+            print(json.dumps({"jsonrpc": "2.0", "id": request["id"], "result": {}}), flush=True)
+        """.write(toFile: script, atomically: true, encoding: .utf8)
+        let bot = botFile(
+            "  - on: { command: never }\n    do: [{ reply: x }]",
+            extra: "plugins:\n  - name: follows\n    exec: [python3, \"\(script)\"]")
+        try await withTestHost(config: hostConfig, bots: ["b.yaml": bot]) { chat in
+            let root = try await chat.post("a thread", as: "alice", to: .group("room"))
+            _ = try await chat.service.subscribeToThread(root.id, as: "carol")
+            _ = try await chat.service.unsubscribeFromThread(root.id, as: "carol")
+            let lines = try await chat.waitFor(timeout: .seconds(10), "the plugin's calls") { () -> [String]? in
+                let text = (try? String(contentsOfFile: out, encoding: .utf8)) ?? ""
+                let lines = text.split(separator: "\n").map(String.init)
+                return lines.count >= 2 ? lines : nil
+            }
+            #expect(lines == ["[\(root.id), \"carol\", true]", "[\(root.id), \"carol\", false]"])
+        }
+    }
+
     @Test func aPluginReachedOverHTTPCannotAskForNotifications() throws {
         let bot = botFile(
             "  - on: { command: go }\n    do: [{ plugin: remote }]",

@@ -52,5 +52,26 @@ class PlacesTests(WebChatTestCase):
         self.assertEqual(page.find("#conv-title").text, "Dave")
 
 
+class LongListsTests(WebChatTestCase):
+    pins = 150
+    saves = 150
+
+    def test_pinned_and_saved_lists_past_a_page_show_to_their_end(self):
+        ids = []
+        for index in range(110):
+            message = self.server.send(f"note {index}", as_uid="bob", group="announcements")
+            self.server.api("POST", f"/v3/messages/{message['id']}/pin", as_uid="alice")
+            self.server.api("POST", f"/v3/messages/{message['id']}/save", as_uid="alice")
+            ids.append(message["id"])
+        page = self.page("alice")
+        page.open_group("announcements")
+        page.wait_until(lambda: page.find('[data-testid="pins-toggle"]').text == "Pinned (110)", what="every pin")
+        page.click('[data-testid="pins-toggle"]')
+        page.wait_until(lambda: len(page.finds('[data-testid="pinned-list"] li')) == 110, what="the whole pin list")
+        page.click('[data-testid="nav-saved"]')
+        page.wait_until(lambda: len(page.finds('[data-testid^="saved-"][data-id]')) == 110, what="every saved message")
+        self.assertTrue(page.finds(f'[data-testid="saved-{ids[0]}"]'), "the oldest save is there too")
+
+
 if __name__ == "__main__":
     unittest.main()

@@ -34,20 +34,33 @@ class LiveSettingsTests(WebChatTestCase):
         watcher = os.path.join(self.server.dir, "bots", "thread-watcher.yaml")
         with open(watcher) as f:
             kept = f.read()
+        added = os.path.join(self.server.dir, "bots", "greeter.yaml")
         try:
             with open(path, "w") as f:
                 f.write(changed)
             os.remove(watcher)
+            with open(added, "w") as f:
+                f.write("name: greeter\nuser: { uid: greeter, name: Greeter }\ngroups: [general]\nrules:\n"
+                        "  - on: { command: hi }\n    do: [{ reply: hello }]\n")
             self.server.process.send_signal(signal.SIGHUP)
             time.sleep(1)
             self.driver.execute_script("document.dispatchEvent(new Event('visibilitychange'))")
             page.wait_until(lambda: not page.finds('[data-testid="conv-user-threadwatch"]'),
                             what="the removed bot leaving the people")
+            page.wait_until(lambda: page.finds('[data-testid="conv-user-greeter"]'), what="the added bot")
+            # Its joining is the app's doing, not the group owner's, who did nothing.
+            page.open_group("general")
+            joined = page.wait_until(
+                lambda: [n.text for n in page.finds("#messages li.action") if n.text.endswith("added greeter")],
+                what="the added bot's joining")
+            self.assertEqual(joined[-1], "app_system added greeter")
             labels = self.menu_labels(page, message["id"])
             self.assertEqual(labels["action-copy"], "Kopieren")
             self.assertNotIn("action-reply", labels)
             self.assertNotIn("action-subscription", labels)
         finally:
+            if os.path.exists(added):
+                os.remove(added)
             with open(path, "w") as f:
                 f.write(original)
             with open(watcher, "w") as f:
@@ -69,6 +82,19 @@ class LiveSettingsTests(WebChatTestCase):
             lambda: page.sheet_items(root["id"])["action-subscription"].get_attribute("data-subscribed") == "true",
             what="the option to follow the change")
         self.assertEqual(page.sheet_items(root["id"])["action-subscription"].text, "Unsubscribe from thread")
+
+    def test_subscription_state_is_fetched_again_when_the_tab_is_shown(self):
+        page = self.page("alice")
+        page.open_group("general")
+        self.driver.execute_script("""
+            window.fetched = [];
+            const original = window.fetch;
+            window.fetch = (url, options) => { window.fetched.push(String(url)); return original(url, options); };
+        """)
+        self.driver.execute_script("document.dispatchEvent(new Event('visibilitychange'))")
+        page.wait_until(lambda: [u for u in self.driver.execute_script("return window.fetched")
+                                 if u.startswith("/v3/groups/general/messages")],
+                        what="the conversation fetched again")
 
     def test_delete_is_disabled_by_a_quote_reply_in_a_thread_posted_before_the_page_loaded(self):
         mine = self.server.send("my point", as_uid="alice")

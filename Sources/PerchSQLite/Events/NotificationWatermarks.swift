@@ -1,5 +1,5 @@
-import PerchLock
 import PerchChat
+import PerchLock
 
 /// Each watched user's newest outbox row committed by this process, so a live stream looks in the
 /// outbox only when something new is there for its user. A user is watched while a stream of

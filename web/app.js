@@ -394,8 +394,8 @@ function inOpenConversation(message) {
 function onEvent(name, event) {
   const message = event.message;
   // The signed-in person's subscription changed elsewhere (another tab, a command, a reply).
-  if ((name === 'onThreadSubscribed' || name === 'onThreadUnsubscribed') && message && event.actor === state.me.uid) {
-    if (!state.inFlight.has(message.id)) {
+  if (name === 'onThreadSubscribed' || name === 'onThreadUnsubscribed') {
+    if (message && event.actor === state.me.uid && !state.inFlight.has(message.id)) {
       state.subscriptions.set(message.id, name === 'onThreadSubscribed');
       renderSubscriptionControls(message.id);
     }

@@ -12,18 +12,20 @@ run: setup
 
 ## Run the whole test suite (the format lint, the release build `make run` uses, the Swift tests, the
 ## web chat in a headless browser, the attack suite against the release build, the Matrix backend
-## against a real Synapse, the self-contained release build, tried) as CI does. The release
+## against a real Synapse, the Swift plugin example in its own package and its own perch, the
+## self-contained release build, tried) as CI does. The release
 ## build compiles each module whole, and can fail where the tests' debug build does not. The Swift
 ## tests run under a watchdog (scripts/swift-test) that names a hung test and prints its stacks.
 test:
 	@./scripts/setup --tests
-	$(SWIFT) format lint --strict --recursive Package.swift Sources Tests
+	$(SWIFT) format lint --strict --recursive Package.swift Sources Tests examples/swift-plugin
 	$(SWIFT) build -c release --product perch
 	python3 -m unittest discover -s Tests/scripts
 	./scripts/swift-test
 	./scripts/web-test
 	./scripts/attack-test
 	./scripts/matrix-test
+	./scripts/example-plugin-test
 	./scripts/release
 
 ## Validate config.yaml and every bot file.
@@ -38,10 +40,10 @@ setup:
 	@./scripts/setup
 
 lint:
-	$(SWIFT) format lint --strict --recursive Package.swift Sources Tests
+	$(SWIFT) format lint --strict --recursive Package.swift Sources Tests examples/swift-plugin
 
 format:
-	$(SWIFT) format --in-place --recursive Package.swift Sources Tests
+	$(SWIFT) format --in-place --recursive Package.swift Sources Tests examples/swift-plugin
 
 ## Fuzz the configuration loader for FUZZ_SECONDS (default 600) from the seed corpus in Fuzz/corpus.
 fuzz: setup

@@ -12,6 +12,9 @@ let package = Package(
         .library(name: "PerchConfig", targets: ["PerchConfig"]),
         .library(name: "PerchHost", targets: ["PerchHost"]),
         .library(name: "PerchTesting", targets: ["PerchTesting"]),
+        // The command line as a library, for a `perch` of one's own with one's own Swift plugins
+        // (`Perch.main(registry:)`; examples/swift-plugin).
+        .library(name: "PerchCLI", targets: ["PerchCLI"]),
         .executable(name: "FuzzConfig", targets: ["FuzzConfig"]),
     ],
     targets: [

@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <sched.h>
+#include <signal.h>
 #include <stdio.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
@@ -51,6 +52,11 @@ void perch_cpu_relax(void) {
 #elif defined(__aarch64__)
     __asm__ __volatile__("yield");
 #endif
+}
+
+void perch_set_up_process_output(void) {
+    setvbuf(stdout, NULL, _IOLBF, 0);
+    signal(SIGPIPE, SIG_IGN);
 }
 
 int perch_rename_no_replace(const char *from, const char *to) {

@@ -20,7 +20,7 @@ public struct CheckCommand {
         var loaded = loader.load(configPath: configPath)
         if loaded.isValid {
             // Plugin configurations are decoded by the plugins' own types, as the host does.
-            loaded.findings += PluginRegistry.standard.check(loaded.bots)
+            loaded.findings += Perch.registry.check(loaded.bots)
         }
         if json {
             write(Self.json(loaded))

@@ -1,6 +1,8 @@
+import CSched
 import Foundation
 import PerchConfig
 import PerchHost
+import PerchLock
 import PerchMatrix
 import PerchSQLite
 
@@ -79,8 +81,33 @@ public enum Perch {
         return findings.contains { $0.severity == .error } ? 1 : 0
     }
 
+    /// The Swift plugins this process's commands know: Perch's own, or the registry a build of
+    /// one's own gave ``main(registry:arguments:)``.
+    public static var registry: PluginRegistry { chosenRegistry.withLock { $0 } }
+    private static let chosenRegistry = Lock(PluginRegistry.standard)
+
     /// The Swift plugins this build registers, by name.
-    public static var builtInPlugins: Set<String> { PluginRegistry.standard.names }
+    public static var builtInPlugins: Set<String> { registry.names }
+
+    /// `perch`'s whole command line, with `registry`'s Swift plugins known to every command (`run`,
+    /// `check` with each plugin's configuration keys, `dry-run`, `send --local`): the entry point of
+    /// `perch` itself (with ``PluginRegistry/standard``) and of a build of one's own with one's own
+    /// plugins (docs/plugins.md, "Your own Swift plugin in your own perch"). Sets the process up
+    /// (line-buffered output, the allocator, SIGPIPE ignored) and returns the exit code.
+    public static func main(registry: PluginRegistry, arguments: [String] = Array(CommandLine.arguments.dropFirst()))
+        async -> Int32
+    {
+        chosenRegistry.withLock { $0 = registry }
+        perch_set_up_process_output()
+        Allocator.tuneForHost()
+        switch arguments.first {
+        case "run", "dry-run": return await RunCommand.run(arguments)
+        case "tail", "pins", "threads": return await client(arguments[0], arguments)
+        case "check" where arguments.contains("--connect"): return await checkConnected(arguments)
+        case "send": return await send(arguments)
+        default: return main(arguments)
+        }
+    }
 
     public static func main(
         _ arguments: [String], print write: @escaping (String) -> Void = { print($0) },

@@ -59,7 +59,7 @@ public enum RunCommand {
         let host = BotHost(
             configuration: loaded,
             options: BotHost.Options(
-                logger: logger, schedulesFromTimer: !isDryRun, consumeEvents: !isDryRun,
+                logger: logger, registry: Perch.registry, schedulesFromTimer: !isDryRun, consumeEvents: !isDryRun,
                 // The bots a request's commit resumes run on that request's connection thread once
                 // it has answered, instead of waking a thread of the pool (JoiningExecutor).
                 executor: JoiningExecutor(), httpClient: URLSessionPluginClient(), backend: backend))

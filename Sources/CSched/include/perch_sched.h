@@ -26,6 +26,11 @@ void perch_cpu_relax(void);
 /// 0, or -1 with `errno` set (EEXIST when `to` exists).
 int perch_rename_no_replace(const char *from, const char *to);
 
+/// Makes standard output line-buffered (a log read through a pipe sees each line as it is
+/// written), and ignores SIGPIPE (a write to a closed socket or pipe fails with EPIPE instead of
+/// ending the process): what a command-line entry point sets up first.
+void perch_set_up_process_output(void);
+
 /// Catches each of the `count` signals of `signals` with a handler that writes the signal's number,
 /// one byte, to a pipe, and returns the pipe's read end (close-on-exec; -1 with `errno` set, EBUSY
 /// when called before). Unlike a signal ignored until libdispatch has set up a signal source, a

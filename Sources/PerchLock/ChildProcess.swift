@@ -83,6 +83,21 @@ public final class ChildProcess: Sendable {
     /// How it ended; nil while it runs.
     public var termination: Termination? { ended.withLock { $0 } }
 
+    /// How it ended, as a log says it: "exited with status 3", "killed by signal 9 (SIGKILL)".
+    public var terminationDescription: String {
+        switch termination {
+        case .exit(let status)?: return "exited with status \(status)"
+        case .signal(let number)?:
+            let names: [Int32: String] = [
+                SIGHUP: "SIGHUP", SIGINT: "SIGINT", SIGQUIT: "SIGQUIT", SIGILL: "SIGILL", SIGABRT: "SIGABRT",
+                SIGBUS: "SIGBUS", SIGFPE: "SIGFPE", SIGKILL: "SIGKILL", SIGSEGV: "SIGSEGV", SIGPIPE: "SIGPIPE",
+                SIGTERM: "SIGTERM",
+            ]
+            return "killed by signal \(number)" + (names[number].map { " (\($0))" } ?? "")
+        case nil: return "running"
+        }
+    }
+
     /// Its exit status, or the number of the signal that ended it (as Foundation's
     /// `terminationStatus`); -1 while it runs.
     public var terminationStatus: Int32 {

@@ -433,6 +433,19 @@ import Testing
         let everyFive = try CronExpression("*/5 * * * *")
         #expect(everyFive.next(after: 0) == 300)
         #expect(throws: ConfigValueError.self) { try CronExpression("* * *") }
+        // Day and month names, in any case, alone and in ranges, as cron takes them.
+        let named = try CronExpression("30 9 * Jan,mar Mon-Fri")
+        let numbered = try CronExpression("30 9 * 1,3 1-5")
+        var (a, b): (Int64, Int64) = (0, 0)
+        for _ in 0..<40 {
+            (a, b) = (named.next(after: a) ?? -1, numbered.next(after: b) ?? -2)
+            #expect(a == b)
+        }
+        #expect(named.matches(epochSeconds: 1_704_965_400))  // Thursday 2024-01-11 09:30 UTC
+        #expect(!named.matches(epochSeconds: 1_705_138_200))  // Saturday 2024-01-13 09:30 UTC
+        #expect(!named.matches(epochSeconds: 1_707_643_800))  // Sunday 2024-02-11 09:30 UTC, February
+        #expect(throws: ConfigValueError.self) { try CronExpression("0 0 * Smarch *") }
+        #expect(throws: ConfigValueError.self) { try CronExpression("0 0 * * Fri-Mon") }
     }
 
     @Test func templatesParseOnce() throws {

@@ -1,12 +1,13 @@
 import Foundation
 import PerchChat
 import PerchConfig
-import PerchHost
 import PerchLock
 import PerchService
 import PerchTestSupport
 import PerchTesting
 import Testing
+
+@testable import PerchHost
 
 /// The host's event bus for plugins.
 @Suite struct HostEventBusTests {
@@ -264,6 +265,32 @@ import Testing
             #expect(metrics.value("perch_plugin_restarts_total", ["plugin": "bad"]) == 3)
             #expect(metrics.value("perch_plugin_timeouts_total", ["plugin": "bad"]) >= 2)
             #expect(metrics.value("perch_plugin_garbage_lines_total", ["plugin": "bad"]) >= 1)
+            // The log says what the line was (cut to 200 characters) and how the child ended.
+            let log = await chat.log
+            #expect(log.contains { $0.contains(#"not a JSON-RPC response; skipped: "this is not json""#) }, "\(log)")
+            #expect(log.contains { $0.contains("plugin bad exited with status 3") }, "\(log)")
         }
+    }
+
+    /// A plugin killed by a signal is logged as such, not as an exit status.
+    @Test func aPluginKilledByASignalIsLoggedAsSuch() async throws {
+        let script = pluginFixtures + "/misbehaving_plugin.py"
+        let bot = botFile(
+            "  - on: { command: do }\n    do: [{ plugin: bad }]",
+            extra: "hears: commands\nplugins:\n  - name: bad\n    exec: [python3, \"\(script)\"]\n    timeout_ms: 3000")
+        try await withTestHost(config: hostConfig, bots: ["b.yaml": bot]) { chat in
+            try await chat.post("!do killed", as: "carol", to: .group("room"))
+            let line = try await chat.waitFor(timeout: .seconds(20), "the log line") {
+                await chat.log.first { $0.contains("plugin bad killed by signal") }
+            }
+            #expect(line.contains("killed by signal 9 (SIGKILL)"), "\(line)")
+        }
+    }
+
+    @Test func aLongLineIsShownCut() {
+        let shown = ExternalPlugin.shown(Data(("x\u{1b}" + String(repeating: "y", count: 500)).utf8))
+        // 200 characters shown (the escape counted as one), then the length.
+        #expect(shown == #""x\u{1B}"# + String(repeating: "y", count: 198) + #"…" (502 bytes)"#)
+        #expect(ExternalPlugin.shown(Data("short".utf8)) == #""short""#)
     }
 }

@@ -1,8 +1,9 @@
 /// A five-field cron expression (minute hour day-of-month month day-of-week), matched against a
 /// time's UTC fields (the host shifts a time by its schedule's zone first).
 ///
-/// Each field takes `*`, a number, a range `a-b`, a step `*/n` or `a-b/n`, and comma lists.
-/// Day-of-week 0 and 7 are Sunday. As in Vixie cron, when both day fields are restricted a day
+/// Each field takes `*`, a number, a range `a-b`, a step `*/n` or `a-b/n`, and comma lists. The
+/// month and the day of week also take names, in any case, alone or in ranges (`Jan`, `Mon-Fri`),
+/// as cron does. Day-of-week 0 and 7 are Sunday. As in Vixie cron, when both day fields are restricted a day
 /// matches if either does.
 public struct CronExpression: Sendable, Equatable {
     public let source: String
@@ -26,13 +27,23 @@ public struct CronExpression: Sendable, Equatable {
         minutes = try Self.field(fields[0], "minute", 0...59)
         hours = try Self.field(fields[1], "hour", 0...23)
         days = try Self.field(fields[2], "day of month", 1...31)
-        months = try Self.field(fields[3], "month", 1...12)
-        weekdays = Set(try Self.field(fields[4], "day of week", 0...7).map { $0 % 7 })
+        months = try Self.field(fields[3], "month", 1...12, names: Self.monthNames)
+        weekdays = Set(try Self.field(fields[4], "day of week", 0...7, names: Self.weekdayNames).map { $0 % 7 })
         daysRestricted = fields[2] != "*"
         weekdaysRestricted = fields[4] != "*"
     }
 
-    static func field(_ text: String, _ name: String, _ bounds: ClosedRange<Int>) throws(ConfigValueError) -> Set<Int> {
+    static let monthNames = ["JAN", "FEB", "MAR", "APR", "MAY", "JUN", "JUL", "AUG", "SEP", "OCT", "NOV", "DEC"]
+    static let weekdayNames = ["SUN", "MON", "TUE", "WED", "THU", "FRI", "SAT"]
+
+    /// `names`, in order, stand for the field's values from its lowest (`JAN` is 1, `SUN` 0).
+    static func field(_ text: String, _ name: String, _ bounds: ClosedRange<Int>, names: [String] = [])
+        throws(ConfigValueError) -> Set<Int>
+    {
+        func number(_ token: Substring) -> Int? {
+            if let value = Int(token) { return value }
+            return names.firstIndex(of: token.uppercased()).map { $0 + bounds.lowerBound }
+        }
         var values = Set<Int>()
         for item in text.split(separator: ",", omittingEmptySubsequences: false) {
             let pieces = item.split(separator: "/", omittingEmptySubsequences: false)
@@ -48,12 +59,13 @@ public struct CronExpression: Sendable, Equatable {
             if pieces[0] == "*" {
                 range = bounds
             } else if let dash = pieces[0].firstIndex(of: "-") {
-                guard let low = Int(pieces[0][..<dash]), let high = Int(pieces[0][pieces[0].index(after: dash)...]),
+                guard let low = number(pieces[0][..<dash]),
+                    let high = number(pieces[0][pieces[0].index(after: dash)...]),
                     low <= high
                 else { throw ConfigValueError("bad range in \(name) '\(text)'") }
                 range = low...high
             } else {
-                guard let value = Int(pieces[0]) else { throw ConfigValueError("bad \(name) '\(text)'") }
+                guard let value = number(pieces[0]) else { throw ConfigValueError("bad \(name) '\(text)'") }
                 range = value...(pieces.count == 2 ? bounds.upperBound : value)
             }
             guard bounds.contains(range.lowerBound), bounds.contains(range.upperBound) else {

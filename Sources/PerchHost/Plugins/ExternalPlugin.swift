@@ -412,6 +412,18 @@ final class ExternalPlugin: BotPlugin, @unchecked Sendable {
         }
     }
 
+    /// A line as a log shows it: its first 200 characters in quotes, control characters escaped,
+    /// and its length when it is longer.
+    static func shown(_ line: Data) -> String {
+        let head = String(decoding: line.prefix(1024), as: UTF8.self).unicodeScalars
+        var shown = ""
+        for scalar in head.prefix(200) {
+            shown += scalar.value < 0x20 || scalar.value == 0x7F ? scalar.escaped(asASCII: true) : String(scalar)
+        }
+        let cut = head.count > 200 || line.count > 1024
+        return "\"" + shown + (cut ? "…\" (\(line.count) bytes)" : "\"")
+    }
+
     private func receive(_ line: Data) {
         // Decoded once: a call of the plugin's own (it has a method), else a response (a numeric id).
         let message = try? JSONDecoder().decode(JSONValue.self, from: line)
@@ -426,7 +438,9 @@ final class ExternalPlugin: BotPlugin, @unchecked Sendable {
         else {
             metrics?.increment("perch_plugin_garbage_lines_total", ["plugin": pluginName])
             if let more = admitOutput("stdout") {
-                logger?.warning("plugin \(pluginName) wrote a line that is not a JSON-RPC response; skipped\(more)")
+                logger?.warning(
+                    "plugin \(pluginName) wrote a line that is not a JSON-RPC response; skipped: "
+                        + Self.shown(line) + more)
             }
             return
         }
@@ -496,8 +510,7 @@ final class ExternalPlugin: BotPlugin, @unchecked Sendable {
         }
         guard !orphans.isEmpty || delay > 0 else { return }
         metrics?.increment("perch_plugin_restarts_total", ["plugin": pluginName])
-        logger?.warning(
-            "plugin \(pluginName) exited (status \(process.terminationStatus)); restarting in \(delay) s")
+        logger?.warning("plugin \(pluginName) \(process.terminationDescription); restarting in \(delay) s")
         for continuation in orphans { continuation.resume(throwing: PluginFailure(description: "the plugin exited")) }
     }
 

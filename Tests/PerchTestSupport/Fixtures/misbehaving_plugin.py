@@ -2,6 +2,7 @@
 """A plugin that misbehaves on purpose, for the supervision tests: the command's argument says how."""
 import json
 import os
+import signal
 import sys
 import time
 
@@ -12,6 +13,8 @@ for line in sys.stdin:
         how = (request["params"].get("command") or {}).get("args", "")
         if how == "crash":
             sys.exit(3)
+        if how == "killed":
+            os.kill(os.getpid(), signal.SIGKILL)
         if how == "hang":
             sys.stderr.write("hanging, pid %d\n" % os.getpid())
             sys.stderr.flush()

@@ -71,7 +71,7 @@ extension ParsedArguments {
         do {
             let parsed = try ParsedArguments(arguments, valued: valued, flags: flags, positional: positional)
             guard parsed.wantsHelp else { return parsed }
-            write(Perch.usage)
+            write(parsed.command.flatMap(Perch.usage(of:)) ?? Perch.usage)
             exitCode = 0
         } catch {
             printError("perch: \(error)\n\n\(Perch.usage)")

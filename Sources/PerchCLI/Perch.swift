@@ -37,6 +37,24 @@ public enum Perch {
 
         """
 
+    /// One command's part of ``usage`` (`perch send --help`): its lines, with the usage's first line;
+    /// nil for a command the usage does not name.
+    static func usage(of command: String) -> String? {
+        var lines: [Substring] = []
+        var inside = false
+        for line in usage.split(separator: "\n", omittingEmptySubsequences: false) {
+            let words = line.split(separator: " ")
+            if line.hasPrefix("  "), !line.hasPrefix("      "), let first = words.first {
+                inside = first == command
+            } else if !line.hasPrefix("      ") {
+                inside = false
+            }
+            if inside { lines.append(line) }
+        }
+        guard !lines.isEmpty else { return nil }
+        return "usage: perch \(command) [options]\n\n" + lines.joined(separator: "\n") + "\n"
+    }
+
     /// `perch tail`, `perch pins`, `perch threads` (over the HTTP API).
     public static func client(_ command: String, _ arguments: [String]) async -> Int32 {
         await ClientCommands.run(command, arguments)

@@ -96,7 +96,7 @@ let brokenCases: [BrokenCase] = [
         "config.yaml:2:1: error: feautres: unknown key 'feautres'; did you mean 'features'?"),
     .config(
         "unknown key without suggestion", "version: 1\ncolour: red\n",
-        "config.yaml:2:1: error: colour: unknown key 'colour' (known keys: backend, botsDirectory, features, limits, matrix, notifications, seed, server, storage, strings, ui, version)"
+        "config.yaml:2:1: error: colour: unknown key 'colour' (known keys: admins, backend, botsDirectory, features, limits, matrix, notifications, seed, server, storage, strings, ui, version)"
     ),
     .config(
         "nested unknown key", "version: 1\nui:\n  threadSubscription:\n    enable: false\n",

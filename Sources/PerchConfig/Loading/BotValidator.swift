@@ -357,6 +357,7 @@ struct BotValidator {
                 )
             }
         }
+        validateAccess(loaded, rule, path: path)
         let plugins = Set(bot.plugins.map(\.name))
         for (position, action) in rule.actions.enumerated() {
             let actionPath = "\(path).do[\(position)]"

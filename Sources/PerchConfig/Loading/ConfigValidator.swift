@@ -73,6 +73,11 @@ struct ConfigValidator {
         range("limits.messagesPerMinute", config.limits.messagesPerMinute, 0...100_000)
         validateStrings()
         validateWebhooks()
+        let people = Set(config.seed.users.map(\.uid))
+        for (index, uid) in config.admins.enumerated()
+        where config.backend == .embedded && !people.contains(uid) && !refused.covers("seed") {
+            error("admins[\(index)]", "'\(uid)' is not a person of seed.users", severity: .warning)
+        }
         if config.backend == .embedded { validateSeed() }
         validateMatrix()
         return findings

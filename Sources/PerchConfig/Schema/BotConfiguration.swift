@@ -193,9 +193,16 @@ public struct Rule: Decodable, Sendable {
     public var actions: [Action]
     /// `help` (default none): one line on what a `command` rule does, for the bot's `help` answer.
     public var help: String?
+    /// `allow` (default everyone): the rule fires only for senders it matches (docs/configuration.md,
+    /// "Permissions").
+    public var allow: Access?
+    /// `deny` (default nobody): the rule never fires for senders it matches, whatever `allow` says.
+    public var deny: Access?
+    /// `refusal` (default `private`): what a command refused by `allow`/`deny` answers.
+    public var refusal: Refusal
 
     enum CodingKeys: String, CodingKey {
-        case name, help
+        case name, help, allow, deny, refusal
         case trigger = "on"
         case conditions = "when"
         case actions = "do"
@@ -208,5 +215,8 @@ public struct Rule: Decodable, Sendable {
         conditions = try c.decodeIfPresent(Conditions.self, forKey: .conditions) ?? Conditions()
         actions = try c.decode([Action].self, forKey: .actions)
         help = try c.decodeIfPresent(String.self, forKey: .help)
+        allow = try c.decodeIfPresent(Access.self, forKey: .allow)
+        deny = try c.decodeIfPresent(Access.self, forKey: .deny)
+        refusal = try c.decodeIfPresent(Refusal.self, forKey: .refusal) ?? .private
     }
 }

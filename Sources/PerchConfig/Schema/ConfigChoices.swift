@@ -9,3 +9,4 @@ extension PinOverflow: ConfigChoice, ConfigChoiceNames {}
 extension PinOverflow: ConfigPlaceholder { public static var placeholder: PinOverflow { .refuse } }
 extension NotificationReason: ConfigChoice, ConfigChoiceNames {}
 extension UIConfiguration.ReplyType: ConfigChoice, ConfigChoiceNames {}
+extension Refusal: ConfigChoice, ConfigChoiceNames {}

@@ -26,6 +26,8 @@ public struct PerchConfiguration: Decodable, Sendable {
     public var notifications: NotificationDefaults
     /// `ui`: the UI kit's switches.
     public var ui: UIConfiguration
+    /// `admins` (default none): the people a rule's `allow: {admins: true}` lets in, in one place.
+    public var admins: [String]
     /// `strings`: the copy table; the UI kit's keys have defaults, others may be added.
     public var strings: StringTable
     /// `seed`: users and groups the embedded backend creates at start (idempotently).
@@ -35,7 +37,7 @@ public struct PerchConfiguration: Decodable, Sendable {
 
     enum CodingKeys: String, CodingKey {
         case version, server, backend, matrix, storage, features, limits, notifications, ui, strings, seed
-        case botsDirectory
+        case botsDirectory, admins
     }
 
     public init(from decoder: any Decoder) throws {
@@ -53,6 +55,7 @@ public struct PerchConfiguration: Decodable, Sendable {
         strings = try c.decodeIfPresent(StringTable.self, forKey: .strings) ?? StringTable()
         seed = try c.decodeIfPresent(Seed.self, forKey: .seed) ?? Seed()
         botsDirectory = try c.decodeIfPresent(String.self, forKey: .botsDirectory) ?? "bots"
+        admins = try c.decodeIfPresent([String].self, forKey: .admins) ?? []
     }
 
     /// A configuration with every default, for tests and tools.
@@ -69,6 +72,7 @@ public struct PerchConfiguration: Decodable, Sendable {
         strings = StringTable()
         seed = Seed()
         botsDirectory = "bots"
+        admins = []
     }
 }
 

@@ -15,6 +15,8 @@ public struct StringTable: Decodable, Sendable {
         "THREAD_NOT_FOUND": "That thread does not exist.",
         "THREAD_FOLLOW_USAGE":
             "Send !follow in a thread, as a quote reply to a message, or as !follow <messageId>.",
+        // Perch's own, a command refused by its rule's `allow`/`deny`; `{command}` is the command.
+        "COMMAND_REFUSED": "You may not use {command} here.",
         // Perch's own, the first line of a bot's built-in `help` answer; `{name}` is the bot's name.
         "HELP_HEADING": "{name}'s commands:",
         // Perch's own, the web chat's fixed labels; `{name}` is a person's name.

@@ -17,6 +17,8 @@ final class BotRuntime: Sendable {
     let actions: BotActions
     let metrics: HostMetrics
     let maximumHops: Int
+    /// config.yaml's `admins`, for the rules' `allow`/`deny: {admins: true}`.
+    let admins: Set<String>
     /// `perch_events_dispatched_total` of this bot (every event it hears adds to it).
     private let dispatched: HostMetrics.Counter
     /// An action or a plugin failing the same way again and again (a rate limit in a busy room, a
@@ -25,8 +27,9 @@ final class BotRuntime: Sendable {
 
     init(
         bot: CompiledBot, service: ChatService, matcher: WordListMatcher, matchCache: MatchCache, strings: StringTable,
-        logger: HostLogger, actions: BotActions, metrics: HostMetrics, maximumHops: Int
+        logger: HostLogger, actions: BotActions, metrics: HostMetrics, maximumHops: Int, admins: Set<String> = []
     ) {
+        self.admins = admins
         self.bot = bot
         self.service = service
         self.matcher = matcher
@@ -126,7 +129,10 @@ final class BotRuntime: Sendable {
         var decisions: [Decision] = []
         for rule in bot.rules {
             guard let captures = matches(rule, facts) else { continue }
-            decisions.append(Decision(rule: rule.name, actions: rule.actions, captures: captures))
+            switch access(rule, facts) {
+            case .allowed: decisions.append(Decision(rule: rule.name, actions: rule.actions, captures: captures))
+            case .refused(let answer): if let answer { decisions.append(answer) }
+            }
         }
         // The built-in `help`, after the bot's own rules; its answer is made for this event.
         if !bot.helpEntries.isEmpty, facts.event.name == .textMessageReceived, facts.command?.name == "help",

@@ -18,6 +18,10 @@ struct CompiledBot: Sendable {
         var actions: [Action]
         /// A `command` rule's `help` line.
         var help: String? = nil
+        /// Who the rule is for, and what a refused command answers.
+        var allow: Access? = nil
+        var deny: Access? = nil
+        var refusal: Refusal = .private
     }
 
     /// A command the bot's `help` answer lists, where its rule's conditions on the conversation and
@@ -39,7 +43,12 @@ struct CompiledBot: Sendable {
     /// `help` (no commands, `help_command: false`, or a `help` command of its own).
     var helpEntries: [HelpEntry] = []
 
-    var needsSenderScope: Bool { rules.contains { $0.conditions.senderScope != nil } }
+    var needsSenderScope: Bool {
+        rules.contains { rule in
+            rule.conditions.senderScope != nil || !(rule.allow?.scopes.isEmpty ?? true)
+                || !(rule.deny?.scopes.isEmpty ?? true)
+        }
+    }
     /// Whether deciding which rules fire needs the sender's profile (`sender_is_bot`).
     var needsSender: Bool { rules.contains { $0.conditions.senderIsBot != nil } }
 }
@@ -74,7 +83,8 @@ struct BotCompiler {
             for (index, rule) in bot.rules.enumerated() {
                 var compiled = CompiledBot.CompiledRule(
                     name: rule.name ?? "rules[\(index)]", trigger: rule.trigger, conditions: rule.conditions,
-                    pattern: nil, wordList: nil, actions: rule.actions, help: rule.help)
+                    pattern: nil, wordList: nil, actions: rule.actions, help: rule.help, allow: rule.allow,
+                    deny: rule.deny, refusal: rule.refusal)
                 if let source = rule.conditions.textMatches { compiled.pattern = try? Pattern(source) }
                 if let words = rule.conditions.containsWords {
                     compiled.wordList = lists.count

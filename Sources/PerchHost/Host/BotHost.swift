@@ -231,7 +231,7 @@ public actor BotHost {
             fresh[bot.identity.name] = BotRuntime(
                 bot: bot, service: service, matcher: compiled.matcher, matchCache: matchCache,
                 strings: config.strings, logger: botLogger, actions: actions, metrics: metrics,
-                maximumHops: config.limits.botHops)
+                maximumHops: config.limits.botHops, admins: Set(config.admins))
             botLogger.info("bot loaded", ["uid": bot.identity.uid, "rules": String(bot.rules.count)])
         }
         let previous = roster.replace(with: fresh)

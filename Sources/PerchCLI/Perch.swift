@@ -28,6 +28,8 @@ public enum Perch {
                                                                or one user's
           pins --as UID (--group GUID | --to UID)              a conversation's pinned messages
           threads --as UID [--limit N] [--page N]              a user's threads inbox, newest reply first
+          storage list [--bot NAME] [--prefix P]               the plugins' stored values (a bot's, or the stores)
+          storage clear --bot NAME [--prefix P]                remove a bot's (or a namespace's) values
           verify [--config config.yaml]                        check every page of the database, read-only
                                                                (beside a running host too)
           backup [--config config.yaml] DIRECTORY              a consistent copy of the database and uploads,
@@ -123,6 +125,10 @@ public enum Perch {
         case "tail", "pins", "threads": return await client(arguments[0], arguments)
         case "check" where arguments.contains("--connect"): return await checkConnected(arguments)
         case "send": return await send(arguments)
+        case "storage":
+            return await StorageCommand.run(
+                arguments, print: { print($0) },
+                printError: { FileHandle.standardError.write(Data(($0 + "\n").utf8)) })
         default: return main(arguments)
         }
     }

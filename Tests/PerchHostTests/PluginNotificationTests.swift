@@ -129,6 +129,50 @@ struct NotificationCollector: BotPlugin {
         }
     }
 
+    /// A JSON-RPC plugin's storage calls: JSON values, increments, compare-and-set, listing, and a
+    /// namespace of its own.
+    @Test func anExternalPluginUsesItsStorage() async throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("perch-store-\(UUID())").path
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let script = directory + "/store.py"
+        try """
+        import json, sys
+        def call(method, params):
+            print(json.dumps({"jsonrpc": "2.0", "id": "c", "method": method, "params": params}), flush=True)
+            while True:
+                answer = json.loads(sys.stdin.readline())
+                if answer.get("id") == "c":
+                    return answer.get("result")
+        for line in sys.stdin:
+            request = json.loads(line)
+            if request.get("method") == "handle":
+                context = request["params"]["context"]
+                call("host.storage.set", {"context": context, "key": "profile", "value": {"likes": ["tea"], "n": 2}})
+                call("host.storage.increment", {"context": context, "key": "hits", "by": 5})
+                hits = call("host.storage.increment", {"context": context, "key": "hits"})["value"]
+                first = call("host.storage.compareAndSet", {"context": context, "key": "lock", "expected": None, "new": "me"})["set"]
+                second = call("host.storage.compareAndSet", {"context": context, "key": "lock", "expected": None, "new": "you"})["set"]
+                call("host.storage.set", {"context": context, "namespace": "mine", "key": "hits", "value": 1})
+                listed = call("host.storage.list", {"context": context})["values"]
+                profile = call("host.storage.get", {"context": context, "key": "profile"})["value"]
+                text = "%d %s %s %s %s" % (hits, first, second, [v["key"] for v in listed], profile["likes"][0])
+                print(json.dumps({"jsonrpc": "2.0", "id": request["id"], "result": {"actions": [{"reply": text}]}}), flush=True)
+            else:
+                print(json.dumps({"jsonrpc": "2.0", "id": request["id"], "result": {}}), flush=True)
+        """.write(toFile: script, atomically: true, encoding: .utf8)
+        let bot = botFile(
+            "  - on: { command: store }\n    do: [{ plugin: store }]",
+            extra: "hears: commands\nplugins:\n  - name: store\n    exec: [python3, \"\(script)\"]")
+        try await withTestHost(config: hostConfig, bots: ["b.yaml": bot]) { chat in
+            try await chat.post("!store", as: "carol", to: .group("room"))
+            let answer = try await chat.waitForMessage(in: .group("room")) { $0.sender == "bot" }
+            #expect(answer.text == "6 True False ['hits', 'lock', 'profile'] tea")
+            #expect(try await chat.service.storedValue("hits", in: "b/mine") == .number(1))
+            #expect(try await chat.service.pluginValue(bot: "b", key: "lock") == "me")
+        }
+    }
+
     @Test func aPluginReachedOverHTTPCannotAskForNotifications() throws {
         let bot = botFile(
             "  - on: { command: go }\n    do: [{ plugin: remote }]",

@@ -303,20 +303,6 @@ public struct BotIdentity: Sendable, Hashable {
     public static func session(of name: String) -> String { "bot:\(name)" }
 }
 
-/// A bot's own key-value store, persisted in the chat database.
-public struct PluginStorage: Sendable {
-    let service: ChatService
-    let bot: String
-
-    public func value(for key: String) async throws(ChatError) -> String? {
-        try await service.pluginValue(bot: bot, key: key)
-    }
-
-    public func set(_ value: String?, for key: String) async throws(ChatError) {
-        try await service.setPluginValue(bot: bot, key: key, value: value)
-    }
-}
-
 /// Numbers the sends made while handling one event (for their deterministic muids). An atomic
 /// held in the object itself: a lock was a second allocation for every event a bot handled.
 final class SendCounter: Sendable {

@@ -15,7 +15,8 @@ import PerchYAML
 ///
 /// While it handles a request, the plugin may call the host: a request of its own with method
 /// `host.<action>` (`host.reply`, `host.quote_reply`, `host.pin`, ... the same vocabulary, the text
-/// in `params.text`) or `host.storage.get` / `host.storage.set` (`key`, `value`), with
+/// in `params.text`) or `host.storage.*` (`get`, `set`, `increment`, `compareAndSet`, `delete`,
+/// `list`; ``storageCall(_:_:_:)``), with
 /// `params.context` set to the id of the host's request it is handling. The host answers each.
 ///
 /// Supervised: a crash is logged and the plugin restarted with backoff (0.1 s doubling to 10 s); a
@@ -464,13 +465,9 @@ final class ExternalPlugin: BotPlugin, @unchecked Sendable {
             else { throw PluginFailure(description: "params.context must name a request the host is waiting on") }
             let result: JSONValue
             switch method {
-            case "host.storage.get":
-                guard let key = params["key"]?.stringValue else { throw PluginFailure(description: "key is required") }
-                result = .object(["value": (try await context.storage.value(for: key)).map(JSONValue.string) ?? .null])
-            case "host.storage.set":
-                guard let key = params["key"]?.stringValue else { throw PluginFailure(description: "key is required") }
-                try await context.storage.set(params["value"]?.stringValue, for: key)
-                result = .object([:])
+            case let name where name.hasPrefix("host.storage."):
+                result = try await Self.storageCall(
+                    String(name.dropFirst("host.storage.".count)), params, context.storage)
             case let name where name.hasPrefix("host."):
                 let action = String(name.dropFirst(5))
                 var argument = params

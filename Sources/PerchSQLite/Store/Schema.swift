@@ -343,5 +343,12 @@ enum Schema {
             PRIMARY KEY (parent_id, uid)
         ) WITHOUT ROWID;
         """,
+        // 15: plugin storage with JSON values and expiry. A row written as JSON says so
+        // (`is_json`); the rows written before, and by the string API, stay plain text. An expiry
+        // of 0 is none.
+        """
+        ALTER TABLE plugin_state ADD COLUMN is_json INTEGER NOT NULL DEFAULT 0;
+        ALTER TABLE plugin_state ADD COLUMN expires_at INTEGER NOT NULL DEFAULT 0;
+        """,
     ]
 }

@@ -144,6 +144,13 @@ public protocol ChatReadTransaction: NotificationReadTransaction {
     /// The newest retention mark written at `time` or earlier.
     func logMark(atOrBefore time: Int64) throws -> LogMark?
     func pluginValue(bot: String, key: String) throws -> String?
+    /// A plugin value with what it was written as and its expiry (expired ones included: the caller
+    /// compares with its clock).
+    func pluginEntry(bot: String, key: String) throws -> StoredPluginValue?
+    /// The values of `bot` whose keys start with `prefix`, in key order.
+    func pluginEntries(bot: String, prefix: String, limit: Int) throws -> [StoredPluginValue]
+    /// Every store (`bot` column) that holds a value.
+    func pluginStores() throws -> [String]
     /// The scope config.yaml's seed last gave `uid` in `guid`; nil when the seed never named them.
     func seededScope(guid: String, uid: String) throws -> GroupMemberScope?
     /// The user of an auth token, by the token's hash.
@@ -206,6 +213,9 @@ public protocol ChatWriteTransaction: ChatReadTransaction, NotificationWriteTran
     func pruneEventAudiences(after uid: String, limit: Int) throws -> String?
     /// Sets (or with nil removes) a bot's plugin value.
     func setPluginValue(bot: String, key: String, value: String?) throws
+    func setPluginEntry(bot: String, key: String, text: String, isJSON: Bool, expiresAt: Int64) throws
+    /// Removes the values of `bot` whose keys start with `prefix` (every one for ""); returns how many.
+    func clearPluginValues(bot: String, prefix: String) throws -> Int
     func insertToken(hash: String, uid: String, at time: Int64) throws
     func insertMedia(_ file: MediaFile) throws
     func addMediaReference(_ id: String, messageId: Int64) throws

@@ -48,6 +48,19 @@ import Testing
         }
     }
 
+    /// `!help` lists only the commands the asker may use.
+    @Test func helpLeavesOutWhatTheAskerMayNotUse() async throws {
+        try await withTestHost(config: Self.config, bots: ["b.yaml": Self.bot]) { chat in
+            // Carol may use none of the bot's commands: it has nothing to list for her.
+            let asked = try await chat.post("!help", as: "carol", to: .group("room"))
+            try await chat.settle()
+            #expect(try await chat.botMessages(in: .group("room")).allSatisfy { $0.quotedMessageId != asked.id })
+            let byAlice = try await chat.post("!help", as: "alice", to: .group("room"))
+            let forAlice = try await chat.waitForMessage(in: .group("room")) { $0.quotedMessageId == byAlice.id }
+            #expect(forAlice.text?.contains("!deploy") == true && forAlice.text?.contains("!purge") == false)
+        }
+    }
+
     @Test func perchCheckNamesUnknownPeopleAndRulesThatCanNeverFire() throws {
         let bot = botFile(
             """

@@ -10,18 +10,23 @@ extension BotRuntime {
         case refused(Decision?)
     }
 
-    /// Checked once the rule's trigger and conditions matched: `deny` first, then `allow`. A
-    /// refusal is logged; a refused command answers the sender privately (`COMMAND_REFUSED`), or,
-    /// with `refusal: silent`, not at all.
-    func access(_ rule: CompiledBot.CompiledRule, _ facts: Facts) -> AccessOutcome {
-        guard rule.allow != nil || rule.deny != nil, let uid = facts.event.senderUid else { return .allowed }
+    /// Whether the rule's `allow`/`deny` let this event's sender in (the built-in `help` lists only
+    /// the commands the asker may use).
+    func permits(_ rule: CompiledBot.CompiledRule, _ facts: Facts) -> Bool {
+        guard rule.allow != nil || rule.deny != nil, let uid = facts.event.senderUid else { return true }
         let message = facts.message
         let guid = message?.receiverType == .group ? message?.receiverUid : facts.event.member?.guid
         let matching = { (access: Access) in
             access.matches(uid: uid, guid: guid, scope: facts.senderScope, admins: self.admins)
         }
-        let refused = rule.deny.map(matching) == true || rule.allow.map(matching) == false
-        guard refused else { return .allowed }
+        return rule.deny.map(matching) != true && rule.allow.map(matching) != false
+    }
+
+    /// Checked once the rule's trigger and conditions matched: `deny` first, then `allow`. A
+    /// refusal is logged; a refused command answers the sender privately (`COMMAND_REFUSED`), or,
+    /// with `refusal: silent`, not at all.
+    func access(_ rule: CompiledBot.CompiledRule, _ facts: Facts) -> AccessOutcome {
+        guard !permits(rule, facts), let uid = facts.event.senderUid else { return .allowed }
         logger.info("rule \(rule.name) refused for \(uid) by its allow/deny", ["rule": rule.name])
         guard case .command(let name) = rule.trigger, rule.refusal == .private else { return .refused(nil) }
         let text = strings.text("COMMAND_REFUSED").replacingOccurrences(

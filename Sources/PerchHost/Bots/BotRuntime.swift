@@ -157,7 +157,7 @@ final class BotRuntime: Sendable {
         let wanted: String? = asked.isEmpty || me.contains { $0.lowercased() == asked } ? nil : asked
         var commands: [(name: String, help: String?)] = []
         for entry in bot.helpEntries where wanted == nil || entry.command == wanted {
-            guard holds(entry.conditions, facts) else { continue }
+            guard holds(entry.conditions, facts), permits(entry.rule, facts) else { continue }
             if let listed = commands.firstIndex(where: { $0.name == entry.command }) {
                 commands[listed].help = commands[listed].help ?? entry.help
             } else {

@@ -30,6 +30,8 @@ struct CompiledBot: Sendable {
         var command: String
         var help: String?
         var conditions: Conditions
+        /// The rule itself, for its `allow`/`deny`: a command the asker may not use is not listed.
+        var rule: CompiledRule
     }
 
     var identity: BotIdentity
@@ -157,7 +159,7 @@ extension CompiledBot {
             guard case .command(let name) = rule.trigger else { continue }
             if name == "help" { return }
             if !threadSubscriptionEnabled, rule.actions.allSatisfy(isThreadSubscriptionAction) { continue }
-            entries.append(HelpEntry(command: name, help: rule.help, conditions: rule.conditions))
+            entries.append(HelpEntry(command: name, help: rule.help, conditions: rule.conditions, rule: rule))
         }
         helpEntries = entries
     }

@@ -20,24 +20,10 @@ public enum SendCommand {
             )
             return 64
         }
-        let configPath = parsed.options["config"] ?? "config.yaml"
-        let loaded = ConfigurationLoader(swiftPlugins: Perch.builtInPlugins).load(configPath: configPath)
-        guard let config = loaded.config, loaded.isValid else {
-            for finding in loaded.findings { printError(finding.description) }
-            return 1
-        }
-        let path = loaded.resolve(config.server.dataDirectory) + "/perch.sqlite"
-        guard FileManager.default.fileExists(atPath: path) else {
-            printError("perch: no database at \(path): start the host first (make run)")
-            return 1
-        }
-        let store: SQLiteChatStore
-        do {
-            store = try SQLiteChatStore(path: path)
-        } catch {
-            printError("perch: \(error)")
-            return 1
-        }
+        guard
+            let store = LocalDatabase.open(
+                configPath: parsed.options["config"] ?? "config.yaml", requireValid: true, printError: printError)
+        else { return 1 }
         // Closed before the process ends, so the file is left as a clean close leaves it.
         let status = await post(text, as: uid, parsed, store: store, print: write, printError: printError)
         await store.close()

@@ -20,24 +20,10 @@ enum StorageCommand {
             printError("usage: perch storage list [--bot NAME] [--prefix P] | storage clear --bot NAME [--prefix P]")
             return 64
         }
-        let loaded = ConfigurationLoader(swiftPlugins: Perch.builtInPlugins).load(
-            configPath: parsed.options["config"] ?? "config.yaml")
-        guard let config = loaded.config else {
-            for finding in loaded.findings { printError(finding.description) }
-            return 1
-        }
-        let path = loaded.resolve(config.server.dataDirectory) + "/perch.sqlite"
-        guard FileManager.default.fileExists(atPath: path) else {
-            printError("perch: no database at \(path): start the host first (make run)")
-            return 1
-        }
-        let store: SQLiteChatStore
-        do {
-            store = try SQLiteChatStore(path: path)
-        } catch {
-            printError("perch: \(error)")
-            return 1
-        }
+        guard
+            let store = LocalDatabase.open(
+                configPath: parsed.options["config"] ?? "config.yaml", requireValid: false, printError: printError)
+        else { return 1 }
         let service = ChatService(store: store)
         let prefix = parsed.options["prefix"] ?? ""
         var status: Int32 = 0

@@ -103,14 +103,7 @@ import Testing
     /// read as a command that did nothing), and count "1 reply".
     @Test func theListCommandsSayWhenTheListIsEmpty() async throws {
         try await withHTTPChat { http in
-            let environment = ["PERCH_API_KEY": apiKey, "PATH": "/usr/bin:/bin"]
-            func perch(_ words: [String]) async throws -> String {
-                let ran = try await run(
-                    HostCrashTests.buildDirectory + "/perch", words + ["--url", http.base], environment: environment,
-                    together: false)
-                #expect(ran.status == 0, "\(ran.errors)")
-                return ran.output
-            }
+            let perch = { (words: [String]) in try await builtPerch(words, against: http) }
             #expect(try await perch(["pins", "--as", "carol", "--group", "room"]) == "no pinned messages\n")
             #expect(try await perch(["threads", "--as", "carol"]) == "no threads: carol follows none\n")
             let root = try await http.chat.post("a question", as: "carol", to: .group("room"))
@@ -124,14 +117,7 @@ import Testing
     @Test func theListCommandsOrderByTheLastReplyAndPage() async throws {
         let config = hostConfig + "\nlimits: { pinsPerConversation: 250 }\n"
         try await withHTTPChat(config: config) { http in
-            let environment = ["PERCH_API_KEY": apiKey, "PATH": "/usr/bin:/bin"]
-            func perch(_ words: [String]) async throws -> String {
-                let ran = try await run(
-                    HostCrashTests.buildDirectory + "/perch", words + ["--url", http.base], environment: environment,
-                    together: false)
-                #expect(ran.status == 0, "\(ran.errors)")
-                return ran.output
-            }
+            let perch = { (words: [String]) in try await builtPerch(words, against: http) }
             var roots: [Message] = []
             for text in ["first", "second", "third"] {
                 let root = try await http.chat.post(text, as: "carol", to: .group("room"))
@@ -242,4 +228,14 @@ import Testing
             await follow.value
         }
     }
+}
+
+/// Runs the built `perch` with `words` against `http`'s host (`--url`, the API key); expects exit 0
+/// and returns what it printed.
+func builtPerch(_ words: [String], against http: HTTPChat) async throws -> String {
+    let ran = try await run(
+        HostCrashTests.buildDirectory + "/perch", words + ["--url", http.base],
+        environment: ["PERCH_API_KEY": apiKey, "PATH": "/usr/bin:/bin"], together: false)
+    #expect(ran.status == 0, "\(ran.errors)")
+    return ran.output
 }

@@ -33,6 +33,8 @@ public final class ChildProcess: Sendable {
 
     public let processIdentifier: Int32
     private let ended: Lock<Termination?>
+    /// The children of this process not yet seen to end, for ``killAll()``.
+    private static let living = Lock<Set<Int32>>([])
     private let exitSeen = DispatchSemaphore(value: 0)
 
     /// Starts `program` (looked up in `PATH` when it has no slash) with `arguments`.
@@ -63,6 +65,7 @@ public final class ChildProcess: Sendable {
         processIdentifier = pid
         ended = Lock(nil)
         let child = pid
+        Self.living.withLock { _ = $0.insert(child) }
         let waiter = Thread { [self] in
             var raw: Int32 = 0
             while waitpid(child, &raw, 0) < 0, errno == EINTR {}
@@ -70,6 +73,7 @@ public final class ChildProcess: Sendable {
             let signal = raw & 0x7f
             let termination: Termination = signal == 0 ? .exit((raw >> 8) & 0xff) : .signal(signal)
             ended.withLock { $0 = termination }
+            Self.living.withLock { _ = $0.remove(child) }
             exitSeen.signal()
             onExit?(self)
         }
@@ -113,6 +117,15 @@ public final class ChildProcess: Sendable {
     public func terminate(_ signal: Int32 = SIGTERM) {
         ended.withLock { ended in
             if ended == nil { _ = kill(processIdentifier, signal) }
+        }
+    }
+
+    /// Kills every child this process started that has not been seen to end (SIGKILL), with no
+    /// wait: for a process about to exit without stopping them (plugins read their requests from
+    /// its pipes and would otherwise go on until they next read).
+    public static func killAll() {
+        living.withLock { children in
+            for child in children { _ = kill(child, SIGKILL) }
         }
     }
 

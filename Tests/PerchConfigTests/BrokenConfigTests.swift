@@ -375,6 +375,11 @@ let brokenCases: [BrokenCase] = [
         "name: b\nuser: {uid: x}\nplugins:\n  - name: k\n    exec: [./k]\n    headers: {X-Token: a}\n",
         "bots/b.yaml:6:14: error: plugins[0].headers: `headers` go with the posts of a plugin with `url`; this one has none"
     ),
+    .bot(
+        "plugin lifecycle without a url",
+        "name: b\nuser: {uid: x}\nplugins:\n  - name: k\n    exec: [./k]\n    lifecycle: true\n",
+        "bots/b.yaml:6:16: error: plugins[0].lifecycle: `lifecycle` asks a plugin with `url` to be posted start and stop; Swift and `exec` plugins always get them"
+    ),
     // Reactions: as triggers (Slack's reaction_added / reaction_removed) and as actions.
     .bot(
         "a reaction with a space in a trigger",

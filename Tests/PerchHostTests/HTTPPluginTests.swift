@@ -220,6 +220,34 @@ import Testing
         }
     }
 
+    /// With `lifecycle: true` the service is posted `start` when the host starts the bot and `stop`
+    /// when it stops it; without it, only its rules' calls.
+    @Test func aServiceThatAsksIsPostedStartAndStop() async throws {
+        let service = try Service(answers: [])
+        func methods() throws -> [String] {
+            try service.received.map {
+                try JSONDecoder().decode(JSONValue.self, from: Data($0.body))["method"]?.stringValue ?? "?"
+            }
+        }
+        let asking = Self.bot(url: service.url).replacingOccurrences(
+            of: "    config:", with: "    lifecycle: true\n    config:")
+        try await withTestHost(config: hostConfig, bots: ["b.yaml": asking]) { chat in
+            #expect(try methods() == ["start"])
+            let start = try #require(service.received.first)
+            #expect(start.header("x-perch-delivery") == "b/start/relay")
+            let params = try JSONDecoder().decode(JSONValue.self, from: Data(start.body))["params"]
+            #expect(params?["bot"]?["uid"]?.stringValue == "bot" && params?["config"]?["team"]?.stringValue == "ops")
+            try await chat.post("!ask", as: "carol", to: .group("room"))
+            try await chat.settle()
+        }
+        #expect(try methods() == ["start", "handle", "stop"])
+        #expect(service.received.last?.header("x-perch-delivery") == "b/stop/relay")
+        service.requests.withLock { $0 = [] }
+        try await withTestHost(config: hostConfig, bots: ["b.yaml": Self.bot(url: service.url)]) { _ in }
+        #expect(try methods().isEmpty)
+        await service.stop()
+    }
+
     /// The client is the host's to give: a test (or an embedder) gives its own, and a host without
     /// one refuses the bot at start, saying where, instead of failing each post.
     @Test func theHTTPClientIsTheHostsToGive() async throws {

@@ -173,6 +173,11 @@ struct BotValidator {
             } else if plugin.headers != nil {
                 error(
                     loaded, path + ".headers", "`headers` go with the posts of a plugin with `url`; this one has none")
+            } else if plugin.lifecycle {
+                error(
+                    loaded, path + ".lifecycle",
+                    "`lifecycle` asks a plugin with `url` to be posted start and stop; "
+                        + "Swift and `exec` plugins always get them")
             }
             validatePostCredentials(loaded, plugin, path: path)
             switch (plugin.url, plugin.exec) {

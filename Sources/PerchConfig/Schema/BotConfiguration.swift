@@ -150,9 +150,12 @@ public struct PluginReference: Decodable, Sendable {
     /// `notifications` (default false): the plugin sees every routed notification (its
     /// `onNotification` hook), to deliver them its own way. Swift and `exec` plugins only.
     public var notifications: Bool
+    /// `lifecycle` (default false): with `url`, the service is also posted `start` and `stop` when
+    /// the host starts, reloads and stops the bot. Swift and `exec` plugins always get them.
+    public var lifecycle: Bool
 
     enum CodingKeys: String, CodingKey {
-        case name, exec, url, secret, headers, config, notifications
+        case name, exec, url, secret, headers, config, notifications, lifecycle
         case timeoutMilliseconds = "timeout_ms"
     }
 
@@ -166,6 +169,7 @@ public struct PluginReference: Decodable, Sendable {
         timeoutMilliseconds = try c.decodeIfPresent(Int.self, forKey: .timeoutMilliseconds) ?? 5000
         config = try c.decodeIfPresent(ConfigSubtree.self, forKey: .config)
         notifications = try c.decodeIfPresent(Bool.self, forKey: .notifications) ?? false
+        lifecycle = try c.decodeIfPresent(Bool.self, forKey: .lifecycle) ?? false
     }
 }
 

@@ -45,6 +45,11 @@ struct CompiledBot: Sendable {
     /// `help` (no commands, `help_command: false`, or a `help` command of its own).
     var helpEntries: [HelpEntry] = []
 
+    /// The bot's plugins in its file's order (the order they start in).
+    var pluginsInOrder: [(name: String, plugin: any BotPlugin)] {
+        configuration.plugins.compactMap { reference in plugins[reference.name].map { (reference.name, $0) } }
+    }
+
     var needsSenderScope: Bool {
         rules.contains { rule in
             rule.conditions.senderScope != nil || !(rule.allow?.scopes.isEmpty ?? true)
@@ -103,7 +108,7 @@ struct BotCompiler {
                             name: reference.name, url: url, secret: reference.secret, headers: reference.headers ?? [:],
                             timeoutMilliseconds: reference.timeoutMilliseconds,
                             config: reference.config.map { ExternalPlugin.json(of: $0.node) } ?? .object([:]),
-                            client: httpClient)
+                            client: httpClient, lifecycle: reference.lifecycle)
                     } else if !checking {
                         findings.append(
                             Finding(

@@ -130,7 +130,10 @@ extension BotHost {
                 results.append(DryRunResult(bot: name, rule: decision.rule, actions: described))
             }
             // A plugin reached over HTTP is posted only its `plugin:` actions, not every event.
-            for plugin in runtime.bot.plugins.keys.sorted() where !(runtime.bot.plugins[plugin] is HTTPPlugin) {
+            let hearing = runtime.bot.configuration.plugins.filter {
+                $0.url == nil && runtime.bot.plugins[$0.name] != nil
+            }
+            for plugin in hearing.map(\.name).sorted() {
                 results.append(
                     DryRunResult(bot: name, rule: "(plugin hooks)", actions: ["plugin \(plugin) hears the event"]))
             }

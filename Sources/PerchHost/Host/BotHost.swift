@@ -200,18 +200,18 @@ public actor BotHost {
                 ])
         }
         var fresh: [String: BotRuntime] = [:]
-        // An external plugin a bot keeps as it was (the same command, timeout, config and
-        // directory) keeps its child across the reload: its requests in flight are answered, and
-        // a plugin that starts slowly does not start again because another bot's file changed.
+        // A running plugin that says it continues as its new instance (an external plugin with
+        // the same command and config) stays in its place, neither stopped nor started again.
         let running = roster.all
-        var kept: [ObjectIdentifier] = []
-        for var bot in compiled.bots {
+        var kept: Set<String> = []  // "bot/plugin"
+        let lifecycle = PluginLifecycle(logger: logger, metrics: metrics)
+        for var bot in compiled.bots.sorted(by: { $0.identity.name < $1.identity.name }) {
             for (name, plugin) in bot.plugins {
-                guard let new = plugin as? ExternalPlugin,
-                    let old = running[bot.identity.name]?.bot.plugins[name] as? ExternalPlugin, old.launches(like: new)
-                else { continue }
+                guard let old = running[bot.identity.name]?.bot.plugins[name], old.continues(as: plugin) else {
+                    continue
+                }
                 bot.plugins[name] = old
-                kept.append(ObjectIdentifier(old))
+                kept.insert(bot.identity.name + "/" + name)
             }
             _ = try await service.ensureUser(
                 uid: bot.identity.uid, name: bot.configuration.user.name, role: User.botRole)
@@ -225,8 +225,24 @@ public actor BotHost {
                 perConversationPerMinute: bot.configuration.rateLimit.perConversationPerMinute, now: options.monotonic,
                 allowsSubscribingOthers: bot.configuration.allowSubscribingOthers, willSend: options.willSend,
                 didSend: options.didSend)
-            for plugin in bot.plugins.values {
-                (plugin as? any HostAttached)?.attach(logger: botLogger, metrics: metrics, bot: bot.identity)
+            // The new instances start before the bot takes its first event with them (a dry run
+            // starts none: it hears no events).
+            let starting = bot.pluginsInOrder.filter { !kept.contains(bot.identity.name + "/" + $0.name) }
+            if options.consumeEvents {
+                let failed = await lifecycle.start(
+                    starting.map { slot in
+                        let reference = bot.configuration.plugins.first { $0.name == slot.name }
+                        return (
+                            PluginLifecycle.Slot(bot: bot.identity.name, name: slot.name, plugin: slot.plugin),
+                            PluginEnvironment(
+                                bot: bot.identity, plugin: slot.name,
+                                configuration: reference?.config.map { ExternalPlugin.json(of: $0.node) }
+                                    ?? .object([:]),
+                                logger: botLogger, actions: actions, strings: config.strings,
+                                threadSubscriptionEnabled: bot.threadSubscriptionEnabled)
+                        )
+                    })
+                for slot in failed { bot.plugins[slot.name] = nil }
             }
             fresh[bot.identity.name] = BotRuntime(
                 bot: bot, service: service, matcher: compiled.matcher, matchCache: matchCache,
@@ -236,16 +252,11 @@ public actor BotHost {
         }
         let previous = roster.replace(with: fresh)
         metrics.set("perch_bots", to: Double(fresh.count))
-        for (name, runtime) in previous where fresh[name] == nil {
-            consumers.removeValue(forKey: name)?.cancel()
-            for plugin in runtime.bot.plugins.values { (plugin as? ExternalPlugin)?.stop() }
-        }
-        for (name, runtime) in previous where fresh[name] != nil {
-            for case let plugin as ExternalPlugin in runtime.bot.plugins.values
-            where !kept.contains(ObjectIdentifier(plugin)) {
-                plugin.stop()
-            }
-        }
+        for name in previous.keys where fresh[name] == nil { consumers.removeValue(forKey: name)?.cancel() }
+        // The instances replaced or dropped stop now that no new event reaches them (one in hand
+        // may still be finishing).
+        await lifecycle.stop(
+            Self.stopOrder(previous.values.map(\.bot)).filter { !kept.contains($0.bot + "/" + $0.name) })
         // A bot new to this database starts at the present: it does not replay history from before
         // it existed (its cursor is then saved, so a restart resumes where it stopped).
         let latest = try await service.store.latestEventSequence()
@@ -321,7 +332,7 @@ public actor BotHost {
             }
         }
         await options.backend.stop()
-        for plugin in externalPlugins { plugin.stop() }
+        await PluginLifecycle(logger: logger, metrics: metrics).stop(Self.stopOrder(roster.all.values.map(\.bot)))
         await store?.close()
         state = .stopped
         logger.info("stopped")
@@ -331,12 +342,15 @@ public actor BotHost {
     /// without its stop: plugins read their requests from the host's pipe and would otherwise go
     /// on until they next read it.
     public nonisolated func killPluginsNow() {
-        for plugin in externalPlugins { plugin.killNow() }
+        ChildProcess.killAll()
     }
 
-    /// The running bots' external plugins.
-    nonisolated var externalPlugins: [ExternalPlugin] {
-        roster.all.values.flatMap { $0.bot.plugins.values.compactMap { $0 as? ExternalPlugin } }
+    /// The plugins of `bots` in the order they stop: the reverse of their start (bots by name,
+    /// each bot's plugins in its file's order).
+    static func stopOrder(_ bots: [CompiledBot]) -> [PluginLifecycle.Slot] {
+        bots.sorted { $0.identity.name < $1.identity.name }.flatMap { bot in
+            bot.pluginsInOrder.map { PluginLifecycle.Slot(bot: bot.identity.name, name: $0.name, plugin: $0.plugin) }
+        }.reversed()
     }
 
     /// Why the host is not ready to serve, or nil when it is: running, with its backend ready.

@@ -34,6 +34,21 @@ public protocol BotPlugin: Sendable {
 
     init(configuration: Configuration) throws
 
+    /// Called once before this instance hears its first event: at the host's start, and at a
+    /// reload that made it (the instance it replaces stops after it has started, so no event goes
+    /// without one). The bots' plugins start one at a time, each bot's in its file's order, within
+    /// 10 seconds each. A start that throws or takes longer is logged and counted
+    /// (`perch_plugin_lifecycle_failures_total`), and the instance hears nothing until the next
+    /// reload.
+    func start(_ environment: PluginEnvironment) async throws
+    /// Called once when the host stops, or when a reload drops or replaces this instance: after its
+    /// last event, in the reverse of the start order, within 10 seconds (then abandoned).
+    func stop() async
+    /// Whether, at a reload, this running instance takes the place of `replacement` (a new instance
+    /// of the reloaded bot's entry of the same name): it is then neither stopped nor started again.
+    /// The default, false, replaces it.
+    func continues(as replacement: any BotPlugin) -> Bool
+
     /// A rule's `plugin: NAME` action fired on this event.
     func handle(_ context: BotContext) async throws
 
@@ -77,6 +92,9 @@ public protocol BotPlugin: Sendable {
 }
 
 extension BotPlugin {
+    public func start(_ environment: PluginEnvironment) async throws {}
+    public func stop() async {}
+    public func continues(as replacement: any BotPlugin) -> Bool { false }
     public func handle(_ context: BotContext) async throws {}
     public func onTextMessageReceived(_ context: BotContext) async throws {}
     public func onMediaMessageReceived(_ context: BotContext) async throws {}

@@ -7,8 +7,10 @@ import PerchYAML
 /// An out-of-process plugin in any language: JSON-RPC 2.0, one JSON object per line, on the
 /// child's stdin and stdout.
 ///
-/// The host sends `initialize` once (`{"bot", "config"}`), then one request per event: `event`
-/// for every event the bot hears, `handle` for a rule's `plugin:` action. Params carry `event`
+/// The host starts the child when it starts the bot (``start(_:)``) and sends `initialize`
+/// (`{"bot", "plugin", "config"}`), again after each restart of the child; then one request per
+/// event: `event` for every event the bot hears, `handle` for a rule's `plugin:` action; and
+/// `stop` when the host stops the bot (``stop()``). Params carry `event`
 /// (the listener callback's name, sequence and message as JSON), `bot`, `captures` and `command`.
 /// The result may hold `actions`, a list in the bot-file vocabulary:
 /// `[{"reply": "text"}, {"quote_reply": "text"}, {"pin": {"as": "app_system"}}, "delete"]`.
@@ -17,7 +19,8 @@ import PerchYAML
 /// `host.<action>` (`host.reply`, `host.quote_reply`, `host.pin`, ... the same vocabulary, the text
 /// in `params.text`) or `host.storage.*` (`get`, `set`, `increment`, `compareAndSet`, `delete`,
 /// `list`; ``storageCall(_:_:_:)``), with
-/// `params.context` set to the id of the host's request it is handling. The host answers each.
+/// `params.context` set to the id of the host's request it is handling (without it, the call acts
+/// outside any event, as a Swift plugin's ``PluginEnvironment`` does). The host answers each.
 ///
 /// Supervised: a crash is logged and the plugin restarted with backoff (0.1 s doubling to 10 s); a
 /// request past `timeout_ms` is abandoned and counted, and the child, presumed hung, is killed and
@@ -36,8 +39,8 @@ final class ExternalPlugin: BotPlugin, @unchecked Sendable {
     private let state = Lock<State>(State())
     /// Contexts of the host's requests in flight, by request id, for the plugin's own calls.
     private let contexts = Lock<[Int: BotContext]>([:])
-    // Set by the host before the first event; read under the lock.
-    private let hooks = Lock<(logger: HostLogger?, metrics: HostMetrics?, bot: BotIdentity?)>((nil, nil, nil))
+    /// Set by ``start(_:)``, before the first event.
+    private let environment = Lock<PluginEnvironment?>(nil)
     /// What the child writes that the host logs (its stderr lines, the stdout lines that are not the
     /// protocol): 100 lines in 10 seconds, then one line with the count of those held back, so a
     /// plugin writing in a loop cannot flood the host's log (`perch_plugin_output_lines_total`
@@ -58,6 +61,8 @@ final class ExternalPlugin: BotPlugin, @unchecked Sendable {
         var pending: [Int: CheckedContinuation<JSONValue, any Error>] = [:]
         var restarts = 0
         var notBefore: ContinuousClock.Instant?
+        /// Set by ``stop()``: no child is started again.
+        var stopped = false
 
         /// Drops the current child: counts a restart, sets the backoff (0.1 s doubling to 10 s) and
         /// hands back the requests that were waiting on it.
@@ -89,10 +94,13 @@ final class ExternalPlugin: BotPlugin, @unchecked Sendable {
         self.config = config
     }
 
-    /// Whether `other` starts the same child as this one (the same command, timeout, config and
-    /// working directory): a reload keeps this one, and its child, in its place.
-    func launches(like other: ExternalPlugin) -> Bool {
-        pluginName == other.pluginName && command == other.command && timeout == other.timeout
+    /// Whether `replacement` starts the same child as this one (the same command, timeout, config
+    /// and working directory): a reload keeps this one, and its child, in its place, so its
+    /// requests in flight are answered and a plugin that starts slowly does not start again
+    /// because another bot's file changed.
+    func continues(as replacement: any BotPlugin) -> Bool {
+        guard let other = replacement as? ExternalPlugin else { return false }
+        return pluginName == other.pluginName && command == other.command && timeout == other.timeout
             && config == other.config && workingDirectory == other.workingDirectory
     }
 
@@ -100,12 +108,40 @@ final class ExternalPlugin: BotPlugin, @unchecked Sendable {
         throw PluginFailure(description: "external plugins are created from `exec`")
     }
 
-    func attach(logger: HostLogger, metrics: HostMetrics, bot: BotIdentity) {
-        hooks.withLock { $0 = (logger, metrics, bot) }
+    var logger: HostLogger? { environment.withLock { $0?.logger } }
+    var metrics: HostMetrics? { environment.withLock { $0?.metrics } }
+
+    // MARK: Lifecycle
+
+    /// Starts the child and initializes it. A child that cannot start is logged, not thrown: the
+    /// supervisor tries again at the next event, as after a crash.
+    func start(_ environment: PluginEnvironment) async throws {
+        self.environment.withLock { $0 = environment }
+        do {
+            _ = try await running()
+        } catch {
+            logger?.warning("plugin \(pluginName) did not start: \(error); tried again at its next event")
+        }
     }
 
-    var logger: HostLogger? { hooks.withLock { $0.logger } }
-    var metrics: HostMetrics? { hooks.withLock { $0.metrics } }
+    /// Sends `stop` and waits up to 2 s for its answer (an error answer, from a plugin that has no
+    /// stop of its own, counts as one), closes the child's stdin and gives it 1 s to exit on its
+    /// own, then ends it (``dropChild()``); no child starts again after it.
+    func stop() async {
+        let process = state.withLock { state -> ChildProcess? in
+            state.stopped = true
+            return state.process?.isRunning == true ? state.process : nil
+        }
+        if let process {
+            _ = try? await request(
+                "stop", params: .object(["plugin": .string(pluginName)]), timeout: .seconds(2), restartsOnTimeout: false
+            )
+            state.withLock { $0.input }?.close()
+            let deadline = ContinuousClock.now + .seconds(1)
+            while process.isRunning, ContinuousClock.now < deadline { try? await Task.sleep(for: .milliseconds(10)) }
+        }
+        dropChild()
+    }
 
     // MARK: Hooks
 
@@ -268,19 +304,26 @@ final class ExternalPlugin: BotPlugin, @unchecked Sendable {
 
     // MARK: JSON-RPC
 
-    func request(_ method: String, params: JSONValue, context: BotContext? = nil, timeout: Duration? = nil) async throws
-        -> JSONValue
-    {
-        let input = try await running()
+    /// Sends a request and waits for its answer, within `timeout` (the plugin's by default): past
+    /// it the request is abandoned, and with `restartsOnTimeout` the child, presumed hung, is
+    /// restarted.
+    func request(
+        _ method: String, params: JSONValue, context: BotContext? = nil, timeout: Duration? = nil,
+        restartsOnTimeout: Bool = true
+    ) async throws -> JSONValue {
+        let input = try await running(launching: method != "stop")
         let id = state.withLock { state -> Int in
             state.nextId += 1
             return state.nextId
         }
         var parameters = params
-        if let context, case .object(var object) = params {
-            object["context"] = .number(Double(id))
+        if case .object(var object) = params {
+            if let bot = environment.withLock({ $0?.bot }) { object["bot"] = Self.json(of: bot) }
+            if let context {
+                object["context"] = .number(Double(id))
+                contexts.withLock { $0[id] = context }
+            }
             parameters = .object(object)
-            contexts.withLock { $0[id] = context }
         }
         defer { contexts.withLock { _ = $0.removeValue(forKey: id) } }
         var writer = JSONWriter()
@@ -304,17 +347,17 @@ final class ExternalPlugin: BotPlugin, @unchecked Sendable {
                     fail(id, PluginFailure(description: "cannot write to the plugin: it has exited, or is not reading"))
                     // Started again at the next request, as after a crash whose exit is not reported
                     // yet (without this, every request failed here until it was).
-                    if stop() { metrics?.increment("perch_plugin_restarts_total", ["plugin": pluginName]) }
+                    if dropChild() { metrics?.increment("perch_plugin_restarts_total", ["plugin": pluginName]) }
                     return
                 }
                 Task {
                     try? await Task.sleep(for: timeout)
-                    if self.fail(id, PluginFailure(description: "timed out after \(timeout)")) {
+                    if self.fail(id, PluginFailure(description: "timed out after \(timeout)")), restartsOnTimeout {
                         self.metrics?.increment("perch_plugin_timeouts_total", ["plugin": self.pluginName])
                         self.logger?.warning("plugin \(self.pluginName) timed out; restarting it")
                         // A restart, as after a crash: a hung child, or a crashed one whose exit has
                         // not been reported yet (its report then finds the child already replaced).
-                        if self.stop() {
+                        if self.dropChild() {
                             self.metrics?.increment("perch_plugin_restarts_total", ["plugin": self.pluginName])
                         }
                     }
@@ -333,9 +376,13 @@ final class ExternalPlugin: BotPlugin, @unchecked Sendable {
         return true
     }
 
-    /// The child's stdin, starting (or restarting, after the backoff) the child when needed.
-    private func running() async throws -> PluginInput {
-        if let input = state.withLock({ $0.process?.isRunning == true ? $0.input : nil }) { return input }
+    /// The child's stdin, starting (or restarting, after the backoff) the child when needed and
+    /// `launching`.
+    /// - Throws: ``PluginFailure`` once the plugin is stopped, or when the child cannot start.
+    private func running(launching: Bool = true) async throws -> PluginInput {
+        let (current, stopped) = state.withLock { ($0.process?.isRunning == true ? $0.input : nil, $0.stopped) }
+        if let current { return current }
+        guard !stopped, launching else { throw PluginFailure(description: "the plugin was stopped") }
         if let wait = state.withLock({ $0.notBefore }) {
             let now = ContinuousClock.now
             if wait > now { try await Task.sleep(until: wait) }
@@ -460,9 +507,7 @@ final class ExternalPlugin: BotPlugin, @unchecked Sendable {
         writer.raw("{\"jsonrpc\":\"2.0\",\"id\":")
         writer.value(id)
         do {
-            guard case .number(let number)? = params["context"], let key = Int(exactly: number),
-                let context = contexts.withLock({ $0[key] })
-            else { throw PluginFailure(description: "params.context must name a request the host is waiting on") }
+            let context = try callContext(params)
             let result: JSONValue
             switch method {
             case let name where name.hasPrefix("host.storage."):
@@ -500,6 +545,23 @@ final class ExternalPlugin: BotPlugin, @unchecked Sendable {
         _ = state.withLock { $0.input }?.write(Data(line.utf8))
     }
 
+    /// The context a call of the plugin's acts in: the host's request that `params.context` names,
+    /// or, without one, none (the plugin acting on its own, as a Swift plugin's environment does).
+    /// - Throws: ``PluginFailure`` for a `context` that names no request in flight, or a call
+    ///   before the plugin has started.
+    private func callContext(_ params: JSONValue) throws -> BotContext {
+        if let given = params["context"], given != .null {
+            guard case .number(let number) = given, let key = Int(exactly: number),
+                let context = contexts.withLock({ $0[key] })
+            else { throw PluginFailure(description: "params.context must name a request the host is waiting on") }
+            return context
+        }
+        guard let environment = environment.withLock({ $0 }) else {
+            throw PluginFailure(description: "the plugin has not started")
+        }
+        return environment.context()
+    }
+
     private func exited(_ process: ChildProcess) {
         let (orphans, delay) = state.withLock { state -> ([CheckedContinuation<JSONValue, any Error>], Double) in
             guard state.process === process else { return ([], 0) }
@@ -511,11 +573,11 @@ final class ExternalPlugin: BotPlugin, @unchecked Sendable {
         for continuation in orphans { continuation.resume(throwing: PluginFailure(description: "the plugin exited")) }
     }
 
-    /// Stops the child (host shutdown, or a hung child): SIGTERM, then SIGKILL after 0.5 s. The
+    /// Ends the child (the plugin's stop, or a hung child): SIGTERM, then SIGKILL after 0.5 s. The
     /// child is forgotten at once, so the next request starts a fresh one (after the backoff)
     /// instead of writing into the dying one. Returns whether there was a child to stop.
     @discardableResult
-    func stop() -> Bool {
+    func dropChild() -> Bool {
         let (process, orphans) = state.withLock {
             state -> (ChildProcess?, [CheckedContinuation<JSONValue, any Error>]) in
             guard let process = state.process else { return (nil, []) }
@@ -535,12 +597,11 @@ final class ExternalPlugin: BotPlugin, @unchecked Sendable {
         return true
     }
 
-    /// Kills the child at once (SIGKILL), with no wait: the host is exiting without its stop.
-    func killNow() {
-        state.withLock { $0.process }?.terminate(SIGKILL)
-    }
-
     // MARK: JSON
+
+    static func json(of bot: BotIdentity) -> JSONValue {
+        .object(["name": .string(bot.name), "uid": .string(bot.uid)])
+    }
 
     static func eventJSON(_ event: ChatEvent) -> JSONValue {
         (try? JSONDecoder().decode(JSONValue.self, from: Data(event.json.utf8))) ?? .null

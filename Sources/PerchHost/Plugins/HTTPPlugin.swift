@@ -35,7 +35,11 @@ public enum PluginHTTPFailure: Error, Sendable, Hashable {
 /// within `timeout_ms`); `X-Perch-Delivery` (the bot, the event's sequence and the plugin) is the
 /// same at every try and after a restart, so the service can tell a repeat. The service may also
 /// answer later on its own, through `POST /v3/bots/{uid}/messages`.
-final class HTTPPlugin: BotPlugin, HostAttached, @unchecked Sendable {
+///
+/// With `lifecycle: true` the service is also posted `start` and `stop` (`{bot, plugin, config}`,
+/// `X-Perch-Delivery: BOT/start/PLUGIN`) when the host starts and stops the bot; their answers'
+/// actions are not run (there is no event to act on).
+final class HTTPPlugin: BotPlugin, @unchecked Sendable {
     typealias Configuration = NoConfiguration
     static let name = "http"
 
@@ -47,17 +51,20 @@ final class HTTPPlugin: BotPlugin, HostAttached, @unchecked Sendable {
     let timeout: Duration
     let config: JSONValue
     let client: any PluginHTTPClient
+    /// Whether the service is posted `start` and `stop`.
+    let lifecycle: Bool
     private let nextId = Lock(0)
-    /// Set by the host when it loads the bot, for the timeouts' count.
-    private let metrics = Lock<HostMetrics?>(nil)
+    /// Set by ``start(_:)``, for the timeouts' count.
+    private let environment = Lock<PluginEnvironment?>(nil)
 
     /// The tries a post gets, and the pause before each try after the first.
     static let pauses: [Duration] = [.milliseconds(200), .milliseconds(800)]
 
     init(
         name: String, url: URL, secret: String?, headers: [String: String] = [:], timeoutMilliseconds: Int,
-        config: JSONValue, client: any PluginHTTPClient
+        config: JSONValue, client: any PluginHTTPClient, lifecycle: Bool = false
     ) {
+        self.lifecycle = lifecycle
         extraHeaders = headers
         self.client = client
         pluginName = name
@@ -71,33 +78,60 @@ final class HTTPPlugin: BotPlugin, HostAttached, @unchecked Sendable {
         throw ExternalPlugin.PluginFailure(description: "HTTP plugins are created from `url`")
     }
 
-    func attach(logger: HostLogger, metrics: HostMetrics, bot: BotIdentity) {
-        self.metrics.withLock { $0 = metrics }
+    func start(_ environment: PluginEnvironment) async throws {
+        self.environment.withLock { $0 = environment }
+        guard lifecycle else { return }
+        _ = try await post("start", [:], delivery: "\(environment.bot.name)/start/\(pluginName)")
     }
+
+    /// Posts `stop` (with `lifecycle: true`); a failure is logged, as the host is stopping anyway.
+    func stop() async {
+        guard lifecycle, let environment = environment.withLock({ $0 }) else { return }
+        do {
+            _ = try await post("stop", [:], delivery: "\(environment.bot.name)/stop/\(pluginName)")
+        } catch {
+            environment.logger.warning("plugin \(pluginName) stop: \(error)")
+        }
+    }
+
+    private var metrics: HostMetrics? { environment.withLock { $0?.metrics } }
 
     /// The URL as the log may show it: its scheme, host and port (its path or query may hold a
     /// token, as Slack's webhook URLs do).
     var shownURL: String { "\(url.scheme ?? "http")://\(url.host ?? "")" + (url.port.map { ":\($0)" } ?? "") }
 
     func handle(_ context: BotContext) async throws {
+        let answer = try await post(
+            "handle", ExternalPlugin.params(context),
+            delivery: "\(context.bot.name)/\(context.event.seq)/\(pluginName)")
+        try await run(answer, context)
+    }
+
+    /// Posts the JSON-RPC request `method` with `params` (and the plugin's name, its config and the
+    /// bot), tried again on a refused connection, a 429 or a 5xx, all within the timeout.
+    /// - Returns: the body of the 2xx answer.
+    /// - Throws: ``ExternalPlugin/PluginFailure`` for another status or no answer in time.
+    private func post(_ method: String, _ params: [String: JSONValue], delivery: String) async throws -> [UInt8] {
         let id = nextId.withLock { id -> Int in
             id += 1
             return id
         }
-        var params = ExternalPlugin.params(context)
+        var params = params
         params["plugin"] = .string(pluginName)
         params["config"] = config
+        if params["bot"] == nil, let bot = environment.withLock({ $0?.bot }) {
+            params["bot"] = ExternalPlugin.json(of: bot)
+        }
         var writer = JSONWriter()
-        writer.raw("{\"jsonrpc\":\"2.0\",\"id\":\(id),\"method\":\"handle\",\"params\":")
+        writer.raw("{\"jsonrpc\":\"2.0\",\"id\":\(id),\"method\":")
+        writer.string(method)
+        writer.raw(",\"params\":")
         writer.value(.object(params))
         writer.raw("}")
         let body = Array(writer.output.utf8)
 
         var headers = extraHeaders
-        headers.merge([
-            "Content-Type": "application/json",
-            "X-Perch-Delivery": "\(context.bot.name)/\(context.event.seq)/\(pluginName)",
-        ]) { _, own in own }
+        headers.merge(["Content-Type": "application/json", "X-Perch-Delivery": delivery]) { _, own in own }
         if let secret { headers[WebhookSignature.header] = WebhookSignature.value(secret: secret, body: body) }
 
         let deadline = ContinuousClock.now + timeout
@@ -130,8 +164,7 @@ final class HTTPPlugin: BotPlugin, HostAttached, @unchecked Sendable {
             guard ContinuousClock.now <= deadline else { break }
             switch answer.status {
             case 200..<300:
-                try await run(answer.body, context)
-                return
+                return answer.body
             case 429, 500..<600:
                 failure = "\(shownURL) answered \(answer.status)"
                 continue
@@ -141,7 +174,7 @@ final class HTTPPlugin: BotPlugin, HostAttached, @unchecked Sendable {
             }
         }
         if failure.isEmpty || ContinuousClock.now >= deadline {
-            metrics.withLock { $0 }?.increment("perch_plugin_timeouts_total", ["plugin": pluginName])
+            metrics?.increment("perch_plugin_timeouts_total", ["plugin": pluginName])
             throw ExternalPlugin.PluginFailure(
                 description: "\(shownURL) did not answer within \(timeout)" + (failure.isEmpty ? "" : " (\(failure))"))
         }
@@ -161,10 +194,3 @@ final class HTTPPlugin: BotPlugin, HostAttached, @unchecked Sendable {
         try await ExternalPlugin.run(json["result"] ?? json, context)
     }
 }
-
-/// A plugin the host hands its bot's logger and metrics when it loads the bot.
-protocol HostAttached {
-    func attach(logger: HostLogger, metrics: HostMetrics, bot: BotIdentity)
-}
-
-extension ExternalPlugin: HostAttached {}

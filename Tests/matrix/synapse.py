@@ -163,14 +163,14 @@ class Synapse:
                     raise MatrixError(error.code, answer) from None
                 return {"status": error.code, **answer}
 
-    def register(self, user):
+    def register(self, user, admin=False):
         """A new account by the shared secret: its Matrix id and access token."""
         nonce = self.call("GET", "/_synapse/admin/v1/register")["nonce"]
         password = "password-" + user
         mac = hmac.new(SECRET.encode(), digestmod=hashlib.sha1)
-        mac.update(b"\x00".join([nonce.encode(), user.encode(), password.encode(), b"notadmin"]))
+        mac.update(b"\x00".join([nonce.encode(), user.encode(), password.encode(), b"admin" if admin else b"notadmin"]))
         answer = self.call("POST", "/_synapse/admin/v1/register", {
-            "nonce": nonce, "username": user, "password": password, "admin": False, "mac": mac.hexdigest()})
+            "nonce": nonce, "username": user, "password": password, "admin": admin, "mac": mac.hexdigest()})
         return User(self, answer["user_id"], answer["access_token"])
 
 

@@ -235,6 +235,11 @@ public final class BotContext: Sendable {
         guard let root = parentMessageId ?? message.map(ThreadRules.threadRoot) else {
             throw .badRequest("parentMessageId", "no thread")
         }
+        // A thread named by id must be one the bot can see: a bot acts in its own conversations
+        // only, whoever it subscribes.
+        if let parentMessageId, parentMessageId != message.map(ThreadRules.threadRoot) {
+            _ = try await actions.service.message(parentMessageId, as: bot.uid)
+        }
         let result = try await actions.act(context: self) { service in
             subscribe
                 ? try await service.subscribeToThread(root, as: who)

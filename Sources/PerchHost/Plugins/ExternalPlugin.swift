@@ -15,12 +15,11 @@ import PerchYAML
 /// The result may hold `actions`, a list in the bot-file vocabulary:
 /// `[{"reply": "text"}, {"quote_reply": "text"}, {"pin": {"as": "app_system"}}, "delete"]`.
 ///
-/// While it handles a request, the plugin may call the host: a request of its own with method
-/// `host.<action>` (`host.reply`, `host.quote_reply`, `host.pin`, ... the same vocabulary, the text
-/// in `params.text`) or `host.storage.*` (`get`, `set`, `increment`, `compareAndSet`, `delete`,
-/// `list`; ``storageCall(_:_:_:)``), with
-/// `params.context` set to the id of the host's request it is handling (without it, the call acts
-/// outside any event, as a Swift plugin's ``PluginEnvironment`` does). The host answers each.
+/// While it handles a request, the plugin may call the host (``hostCall(_:_:_:)``): a request of
+/// its own with method `host.<action>` (`host.reply`, `host.pin`, ... the bot-file vocabulary),
+/// `host.send`, `host.messages`, `host.threads` or `host.storage.*`, with `params.context` set to
+/// the id of the host's request it is handling (without it, the call acts outside any event, as a
+/// Swift plugin's ``PluginEnvironment`` does). The host answers each.
 ///
 /// Supervised: a crash is logged and the plugin restarted with backoff (0.1 s doubling to 10 s); a
 /// request past `timeout_ms` is abandoned and counted, and the child, presumed hung, is killed and
@@ -187,119 +186,6 @@ final class ExternalPlugin: BotPlugin, @unchecked Sendable {
             params["command"] = .object(["name": .string(command.name), "args": .string(command.args)])
         }
         return params
-    }
-
-    /// Runs the `actions` of a plugin's `result`, if it has any.
-    static func run(_ result: JSONValue, _ context: BotContext) async throws {
-        guard case .array(let answer)? = result["actions"] else { return }
-        // Read whole before any runs: an answer with a malformed action runs none of them (its
-        // first actions ran and the rest were dropped, and the log did not say which one was wrong).
-        var actions: [PluginAction] = []
-        for (index, action) in answer.enumerated() {
-            do {
-                actions.append(try PluginAction(action))
-            } catch {
-                throw PluginFailure(description: "actions[\(index)]: \(error); none of the answer's actions ran")
-            }
-        }
-        // As a rule's actions: one the chat service refuses does not keep the next from running.
-        var refused: [String] = []
-        for (index, action) in actions.enumerated() {
-            do {
-                try await action.run(context)
-            } catch {
-                refused.append("actions[\(index)] (\(action.name)): \(error)")
-            }
-        }
-        if !refused.isEmpty { throw PluginFailure(description: refused.joined(separator: "; ")) }
-    }
-
-    /// One action of a plugin's answer, in the bot-file vocabulary.
-    enum PluginAction {
-        case reply(String, notify: Bool), replyInThread(String, notify: Bool), quoteReply(String, notify: Bool)
-        case directMessage(String, notify: Bool)
-        case pin(asSystem: Bool, whenFull: PinOverflow), unpin, save, delete, kick, ban
-        case subscribe(String?), unsubscribe(String?)
-
-        init(_ action: JSONValue) throws(PluginFailure) {
-            let name: String
-            var argument: JSONValue = .null
-            switch action {
-            case .string(let text): name = text
-            case .object(let object) where object.count == 1:
-                name = object.keys.first!
-                argument = object.values.first!
-            default: throw PluginFailure(description: "an action is a name or a one-key object")
-            }
-            func text() throws(PluginFailure) -> String {
-                guard let text = argument.stringValue ?? argument["text"]?.stringValue else {
-                    throw PluginFailure(description: "action '\(name)' needs text")
-                }
-                return text
-            }
-            let who = argument.stringValue ?? argument["who"]?.stringValue
-            // `{"reply": {"text": "…", "notify": true}}`: the message notifies people.
-            let notify = argument["notify"] == .bool(true)
-            switch name {
-            case "reply": self = .reply(try text(), notify: notify)
-            case "reply_in_thread": self = .replyInThread(try text(), notify: notify)
-            case "quote_reply": self = .quoteReply(try text(), notify: notify)
-            case "direct_message": self = .directMessage(try text(), notify: notify)
-            case "pin":
-                let identity = argument["as"]?.stringValue ?? "bot"
-                guard identity == "bot" || identity == User.system else {
-                    throw PluginFailure(description: "pin 'as' is 'app_system' or 'bot', found '\(identity)'")
-                }
-                let full = argument["when_full"]?.stringValue ?? PinOverflow.refuse.rawValue
-                guard let whenFull = PinOverflow(rawValue: full) else {
-                    let names = PinOverflow.allCases.map(\.rawValue).joined(separator: " or ")
-                    throw PluginFailure(description: "pin 'when_full' is \(names), found '\(full)'")
-                }
-                self = .pin(asSystem: identity == User.system, whenFull: whenFull)
-            case "unpin": self = .unpin
-            case "save": self = .save
-            case "subscribe": self = .subscribe(who)
-            case "unsubscribe": self = .unsubscribe(who)
-            case "delete": self = .delete
-            case "kick": self = .kick
-            case "ban": self = .ban
-            default: throw PluginFailure(description: "unknown action '\(name)'")
-            }
-        }
-
-        var name: String {
-            switch self {
-            case .reply: "reply"
-            case .replyInThread: "reply_in_thread"
-            case .quoteReply: "quote_reply"
-            case .directMessage: "direct_message"
-            case .pin: "pin"
-            case .unpin: "unpin"
-            case .save: "save"
-            case .delete: "delete"
-            case .kick: "kick"
-            case .ban: "ban"
-            case .subscribe: "subscribe"
-            case .unsubscribe: "unsubscribe"
-            }
-        }
-
-        func run(_ context: BotContext) async throws {
-            switch self {
-            case .reply(let text, let notify): try await context.reply(text, notify: notify)
-            case .replyInThread(let text, let notify): try await context.replyInThread(text, notify: notify)
-            case .quoteReply(let text, let notify): try await context.quoteReply(text, notify: notify)
-            case .directMessage(let text, let notify): try await context.directMessage(text, notify: notify)
-            case .pin(let asSystem, let whenFull): try await context.pin(asSystem: asSystem, whenFull: whenFull)
-            case .unpin: try await context.unpin()
-            case .save: try await context.save()
-            case .subscribe(let who): try await context.subscribe(who)
-            case .unsubscribe(let who): try await context.unsubscribe(who)
-            case .delete: try await context.delete()
-            case .kick: try await context.kick()
-            case .ban: try await context.ban()
-            }
-        }
     }
 
     // MARK: JSON-RPC
@@ -508,23 +394,7 @@ final class ExternalPlugin: BotPlugin, @unchecked Sendable {
         writer.value(id)
         do {
             let context = try callContext(params)
-            let result: JSONValue
-            switch method {
-            case let name where name.hasPrefix("host.storage."):
-                result = try await Self.storageCall(
-                    String(name.dropFirst("host.storage.".count)), params, context.storage)
-            case let name where name.hasPrefix("host."):
-                let action = String(name.dropFirst(5))
-                var argument = params
-                if case .object(var object) = params {
-                    object["context"] = nil
-                    argument = object.isEmpty ? .null : .object(object)
-                }
-                try await PluginAction(argument == .null ? .string(action) : .object([action: argument])).run(context)
-                result = .object([:])
-            default:
-                throw PluginFailure(description: "unknown method \(method)")
-            }
+            let result = try await Self.hostCall(method, params, context)
             writer.raw(",\"result\":")
             writer.value(result)
         } catch {

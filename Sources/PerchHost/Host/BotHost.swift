@@ -359,6 +359,11 @@ public actor BotHost {
         return await options.backend.notReadyReason()
     }
 
+    /// The name of the running bot whose user is `uid` (its storage is kept under it), or nil.
+    public nonisolated func botName(uid: String) -> String? {
+        roster.all.first { $0.value.identity.uid == uid }?.key
+    }
+
     /// The bot runtimes by name (tests, dry runs).
     var currentRuntimes: [String: BotRuntime] { roster.all }
 }

@@ -419,63 +419,65 @@ extension PerchAPI {
                     uid: request.parameter("uid"), name: name, role: role, metadata: metadata)
                 return .json(200, APIJSON.data(APIJSON.encode(user)))
             },
-        ] + webRoutes() + groupRoutes() + messageRoutes() + botStorageRoutes() + threadRoutes() + notificationRoutes() + mediaRoutes() + [
-            route("GET", "v3/events", name: "events", ownsConnection: true) { api, request in
-                try await api.events(request)
-            },
-            route("GET", "v3/ws", name: "ws", ownsConnection: true) { api, request in try await api.webSocket(request)
-            },
-            // Server-Sent Events of notifications as they are routed: the caller's, or, for the
-            // app, everyone's (`perch tail --notifications`).
-            route("GET", "v3/notifications/stream", name: "notifications.stream", ownsConnection: true) {
-                api, request in
-                // The start is taken before the answer, so nothing routed after it is missed.
-                let source =
-                    request.caller.isApp
-                    ? ChatEventSource(
-                        routedBy: api.service, after: try await api.service.newestNotificationSequence(),
-                        metrics: api.metrics)
-                    : ChatEventSource(
-                        notificationsOf: request.caller.uid, after: try await api.eventsStart(request),
-                        notificationsAfter: try await api.service.newestNotification(of: request.caller.uid),
-                        service: api.service, metrics: api.metrics)
-                return HTTPResponse(
-                    status: 200,
-                    headers: [
-                        ("Content-Type", "text/event-stream"), ("Cache-Control", "no-cache"),
-                        ("X-Accel-Buffering", "no"),
-                    ],
-                    stream: source)
-            },
-            // The app's API key fires every rule on the hook; a rule's own secret (a signature or
-            // a token a service such as GitHub or GitLab sends) fires that rule.
-            route("POST", "v3/hooks/{name}", name: "hooks", authenticated: false) { api, request in
-                let http = request.http
-                var byApp = request.caller.isApp  // a WebSocket of the app
-                if !byApp, http.header("apikey") != nil {
-                    _ = try await api.authenticate(http, appOnly: true)
-                    byApp = true
-                }
-                let credential = WebhookCredential(http)
-                guard byApp || credential != nil else {
-                    throw ChatError(.authInvalidAPIKey, ["reason": .string(WebhookCredential.wanted)])
-                }
-                let body = http.body.isEmpty ? JSONValue.object([:]) : try JSONBody(http.body).asValue
-                let name = request.parameter("name")
-                let accepting = credential.map { credential in
-                    { @Sendable (secret: String) in credential.accepts(secret: secret, body: http.body) }
-                }
-                let fired = await api.host?.webhook(name, body: body, accepting: byApp ? nil : accepting) ?? 0
-                guard fired > 0 else {
-                    // Without the key, a hook that does not exist is told as one that refused.
-                    guard byApp else {
-                        throw ChatError(.authInvalidAPIKey, ["reason": "no rule of this webhook takes that secret"])
+        ] + webRoutes() + groupRoutes() + messageRoutes() + botStorageRoutes() + threadRoutes() + notificationRoutes()
+            + mediaRoutes() + [
+                route("GET", "v3/events", name: "events", ownsConnection: true) { api, request in
+                    try await api.events(request)
+                },
+                route("GET", "v3/ws", name: "ws", ownsConnection: true) { api, request in
+                    try await api.webSocket(request)
+                },
+                // Server-Sent Events of notifications as they are routed: the caller's, or, for the
+                // app, everyone's (`perch tail --notifications`).
+                route("GET", "v3/notifications/stream", name: "notifications.stream", ownsConnection: true) {
+                    api, request in
+                    // The start is taken before the answer, so nothing routed after it is missed.
+                    let source =
+                        request.caller.isApp
+                        ? ChatEventSource(
+                            routedBy: api.service, after: try await api.service.newestNotificationSequence(),
+                            metrics: api.metrics)
+                        : ChatEventSource(
+                            notificationsOf: request.caller.uid, after: try await api.eventsStart(request),
+                            notificationsAfter: try await api.service.newestNotification(of: request.caller.uid),
+                            service: api.service, metrics: api.metrics)
+                    return HTTPResponse(
+                        status: 200,
+                        headers: [
+                            ("Content-Type", "text/event-stream"), ("Cache-Control", "no-cache"),
+                            ("X-Accel-Buffering", "no"),
+                        ],
+                        stream: source)
+                },
+                // The app's API key fires every rule on the hook; a rule's own secret (a signature or
+                // a token a service such as GitHub or GitLab sends) fires that rule.
+                route("POST", "v3/hooks/{name}", name: "hooks", authenticated: false) { api, request in
+                    let http = request.http
+                    var byApp = request.caller.isApp  // a WebSocket of the app
+                    if !byApp, http.header("apikey") != nil {
+                        _ = try await api.authenticate(http, appOnly: true)
+                        byApp = true
                     }
-                    throw ChatError.webhookNotFound(name)
-                }
-                return .json(200, APIJSON.data(#"{"rules":\#(fired)}"#))
-            },
-        ]
+                    let credential = WebhookCredential(http)
+                    guard byApp || credential != nil else {
+                        throw ChatError(.authInvalidAPIKey, ["reason": .string(WebhookCredential.wanted)])
+                    }
+                    let body = http.body.isEmpty ? JSONValue.object([:]) : try JSONBody(http.body).asValue
+                    let name = request.parameter("name")
+                    let accepting = credential.map { credential in
+                        { @Sendable (secret: String) in credential.accepts(secret: secret, body: http.body) }
+                    }
+                    let fired = await api.host?.webhook(name, body: body, accepting: byApp ? nil : accepting) ?? 0
+                    guard fired > 0 else {
+                        // Without the key, a hook that does not exist is told as one that refused.
+                        guard byApp else {
+                            throw ChatError(.authInvalidAPIKey, ["reason": "no rule of this webhook takes that secret"])
+                        }
+                        throw ChatError.webhookNotFound(name)
+                    }
+                    return .json(200, APIJSON.data(#"{"rules":\#(fired)}"#))
+                },
+            ]
     }
 
     func ready() async -> HTTPResponse {

@@ -17,7 +17,8 @@ import Testing
             let read = try await http.call("GET", "/v3/bots/bot/storage/team")
             #expect((read.data["value"] as? [String: Any])?["on"] as? String == "ops")
             let absent = try await http.call("GET", "/v3/bots/bot/storage/nothing")
-            #expect(absent.status == 200 && absent.data["value"] is NSNull && absent.data["key"] as? String == "nothing")
+            #expect(
+                absent.status == 200 && absent.data["value"] is NSNull && absent.data["key"] as? String == "nothing")
 
             for _ in 0..<3 { _ = try await http.call("POST", "/v3/bots/bot/storage/count/increment") }
             let counted = try await http.call("POST", "/v3/bots/bot/storage/count/increment", json: #"{"by": 10}"#)

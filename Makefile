@@ -12,8 +12,8 @@ run: setup
 
 ## Run the whole test suite (the format lint, the release build `make run` uses, the Swift tests, the
 ## web chat in a headless browser, the attack suite against the release build, the Matrix backend
-## against a real Synapse, the Swift plugin example in its own package and its own perch, the
-## self-contained release build, tried) as CI does. The release
+## against a real Synapse, the Swift plugin example in its own package and its own perch, the Python
+## plugin SDK's tests and its example, the self-contained release build, tried) as CI does. The release
 ## build compiles each module whole, and can fail where the tests' debug build does not. The Swift
 ## tests run under a watchdog (scripts/swift-test) that names a hung test and prints its stacks.
 test:
@@ -26,6 +26,7 @@ test:
 	./scripts/attack-test
 	./scripts/matrix-test
 	./scripts/example-plugin-test
+	./scripts/python-sdk-test
 	./scripts/release
 
 ## Validate config.yaml and every bot file.

@@ -183,4 +183,42 @@ struct LifecycleRecorder: BotPlugin {
         }
         #expect(Array(seen().suffix(2)) == [#"stop {"name": "b", "uid": "bot"}"#, "stopped"], "\(seen())")
     }
+
+    /// An external plugin that answers `initialize` with an error refused to start: it is stopped
+    /// and hears nothing until the next reload, as a Swift plugin whose start throws.
+    @Test func anExternalPluginRefusingToStartHearsNothing() async throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("perch-refuse-\(UUID())").path
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let script = directory + "/refuse.py"
+        let out = directory + "/seen.txt"
+        try """
+        import json, sys
+        for line in sys.stdin:
+            request = json.loads(line)
+            with open("\(out)", "a") as f:
+                f.write(request["method"] + "\\n")
+            if request["method"] == "initialize":
+                answer = {"error": {"code": -32000, "message": "no token in the environment"}}
+            else:
+                answer = {"result": {"actions": [{"reply": "heard"}]}}
+            sys.stdout.write(json.dumps(dict(answer, jsonrpc="2.0", id=request["id"])) + "\\n")
+            sys.stdout.flush()
+        """.write(toFile: script, atomically: true, encoding: .utf8)
+        let bot = botFile(
+            "  - on: { command: do }\n    do: [{ plugin: refuse }]",
+            extra: "plugins:\n  - name: refuse\n    exec: [python3, \"\(script)\"]")
+        try await withTestHost(config: hostConfig, bots: ["b.yaml": bot]) { chat in
+            #expect(
+                chat.host.metrics.value("perch_plugin_lifecycle_failures_total", ["plugin": "refuse", "hook": "start"])
+                    == 1)
+            let logged = await chat.log.filter { $0.contains("did not start") }
+            #expect(logged.first?.contains("plugin error: no token in the environment") == true, "\(logged)")
+            try await chat.post("!do it", as: "carol", to: .group("room"))
+            try await chat.settle()
+            #expect(try await chat.botMessages(in: .group("room")).isEmpty)
+        }
+        let seen = ((try? String(contentsOfFile: out, encoding: .utf8)) ?? "").split(separator: "\n")
+        #expect(seen == ["initialize", "stop"], "\(seen)")
+    }
 }

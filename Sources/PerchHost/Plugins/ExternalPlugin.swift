@@ -80,6 +80,8 @@ final class ExternalPlugin: BotPlugin, @unchecked Sendable {
 
     struct PluginFailure: Error, CustomStringConvertible {
         var description: String
+        /// Whether the plugin answered it (a JSON-RPC error), rather than the host concluding it.
+        var isAnswer = false
     }
 
     let workingDirectory: String?
@@ -112,12 +114,17 @@ final class ExternalPlugin: BotPlugin, @unchecked Sendable {
 
     // MARK: Lifecycle
 
-    /// Starts the child and initializes it. A child that cannot start is logged, not thrown: the
-    /// supervisor tries again at the next event, as after a crash.
+    /// Starts the child and initializes it. A child that cannot start, or does not answer, is
+    /// logged, not thrown: the supervisor tries again at the next event, as after a crash. A
+    /// plugin that answers `initialize` with an error refused to start: its child is stopped and
+    /// the error thrown.
     func start(_ environment: PluginEnvironment) async throws {
         self.environment.withLock { $0 = environment }
         do {
             _ = try await running()
+        } catch let failure as PluginFailure where failure.isAnswer {
+            await stop()
+            throw failure
         } catch {
             logger?.warning("plugin \(pluginName) did not start: \(error); tried again at its next event")
         }
@@ -381,7 +388,8 @@ final class ExternalPlugin: BotPlugin, @unchecked Sendable {
         guard let continuation = state.withLock({ $0.pending.removeValue(forKey: id) }) else { return }
         if let error = object["error"] {
             continuation.resume(
-                throwing: PluginFailure(description: "plugin error: \(error["message"]?.stringValue ?? "?")"))
+                throwing: PluginFailure(
+                    description: "plugin error: \(error["message"]?.stringValue ?? "?")", isAnswer: true))
         } else {
             continuation.resume(returning: object["result"] ?? .null)
         }

@@ -380,6 +380,57 @@ let brokenCases: [BrokenCase] = [
         "name: b\nuser: {uid: x}\nplugins:\n  - name: k\n    exec: [./k]\n    lifecycle: true\n",
         "bots/b.yaml:6:16: error: plugins[0].lifecycle: `lifecycle` asks a plugin with `url` to be posted start and stop; Swift and `exec` plugins always get them"
     ),
+    // Typed command arguments (`usage`).
+    .bot(
+        "usage on a rule that is no command",
+        "name: b\nuser: {uid: x}\nrules:\n  - on: message\n    usage: \"<x>\"\n    do: [{reply: hi}]\n",
+        "bots/b.yaml:5:12: error: rules[0].usage: `usage` declares a command's arguments; this rule is no command"
+    ),
+    .bot(
+        "a usage with an unknown argument kind",
+        "name: b\nuser: {uid: x}\nrules:\n  - on: {command: a}\n    usage: \"<x:color>\"\n    do: [{reply: hi}]\n",
+        "bots/b.yaml:5:12: error: rules[0].usage: 'color' is no argument kind; one of user, group, message, duration, integer, word, rest"
+    ),
+    .bot(
+        "a usage whose rest is not last",
+        "name: b\nuser: {uid: x}\nrules:\n  - on: {command: a}\n    usage: \"<a:rest> <b>\"\n    do: [{reply: hi}]\n",
+        "bots/b.yaml:5:12: error: rules[0].usage: a rest argument takes the rest: it comes last"
+    ),
+    .bot(
+        "a usage with a required argument after an optional one",
+        "name: b\nuser: {uid: x}\nrules:\n  - on: {command: a}\n    usage: \"[a] <b>\"\n    do: [{reply: hi}]\n",
+        "bots/b.yaml:5:12: error: rules[0].usage: the required 'b' comes after an optional one"
+    ),
+    .bot(
+        "a usage naming an argument twice",
+        "name: b\nuser: {uid: x}\nrules:\n  - on: {command: a}\n    usage: \"<a> <a:integer>\"\n    do: [{reply: hi}]\n",
+        "bots/b.yaml:5:12: error: rules[0].usage: the argument 'a' is named twice"
+    ),
+    .bot(
+        "a usage taking a reserved name",
+        "name: b\nuser: {uid: x}\nrules:\n  - on: {command: a}\n    usage: \"<args>\"\n    do: [{reply: hi}]\n",
+        "bots/b.yaml:5:12: error: rules[0].usage: 'args' is a placeholder of its own; name the argument otherwise"
+    ),
+    .bot(
+        "a usage word that is no argument",
+        "name: b\nuser: {uid: x}\nrules:\n  - on: {command: a}\n    usage: \"when\"\n    do: [{reply: hi}]\n",
+        "bots/b.yaml:5:12: error: rules[0].usage: 'when' is not an argument; write <name:kind> or [name:kind]"
+    ),
+    .bot(
+        "an empty usage",
+        "name: b\nuser: {uid: x}\nrules:\n  - on: {command: a}\n    usage: \"\"\n    do: [{reply: hi}]\n",
+        "bots/b.yaml:5:12: error: rules[0].usage: a usage names at least one argument"
+    ),
+    .bot(
+        "a usage with an argument name in capitals",
+        "name: b\nuser: {uid: x}\nrules:\n  - on: {command: a}\n    usage: \"<Big>\"\n    do: [{reply: hi}]\n",
+        "bots/b.yaml:5:12: error: rules[0].usage: '<Big>': an argument's name is a lower-case word (letters, digits, _)"
+    ),
+    .bot(
+        "a field of a typed argument that has none",
+        "name: b\nuser: {uid: x}\nrules:\n  - on: {command: a}\n    usage: \"<when:duration> <text:rest>\"\n    do: [{reply: \"{when.seconds} {text.seconds}\"}]\n  - on: {command: b}\n    do: [{reply: hi}]\n",
+        "bots/b.yaml:6:18: error: rules[0].do[0].reply: unknown placeholder '{text.seconds}' (neither a named capture of text_matches nor an argument of usage)"
+    ),
     // Reactions: as triggers (Slack's reaction_added / reaction_removed) and as actions.
     .bot(
         "a reaction with a space in a trigger",

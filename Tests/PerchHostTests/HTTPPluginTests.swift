@@ -229,7 +229,8 @@ import Testing
                 try JSONDecoder().decode(JSONValue.self, from: Data($0.body))["method"]?.stringValue ?? "?"
             }
         }
-        let asking = Self.bot(url: service.url).replacingOccurrences(
+        // A long timeout: a loaded machine may take seconds to answer a post on loopback.
+        let asking = Self.bot(url: service.url, timeout: 60000).replacingOccurrences(
             of: "    config:", with: "    lifecycle: true\n    config:")
         try await withTestHost(config: hostConfig, bots: ["b.yaml": asking]) { chat in
             #expect(try methods() == ["start"])
@@ -245,6 +246,25 @@ import Testing
         service.requests.withLock { $0 = [] }
         try await withTestHost(config: hostConfig, bots: ["b.yaml": Self.bot(url: service.url)]) { _ in }
         #expect(try methods().isEmpty)
+        await service.stop()
+    }
+
+    /// A service that does not take its `start` (down, or answering 5xx) is logged, and its plugin
+    /// stays: the next post reaches it once it is back.
+    @Test func aServiceThatRefusesItsStartIsStillPosted() async throws {
+        let service = try Service(answers: [
+            .json(503, ""), .json(503, ""), .json(503, ""),
+            .json(200, #"{"actions": [{"reply": "back again"}]}"#),
+        ])
+        let asking = Self.bot(url: service.url, timeout: 60000).replacingOccurrences(
+            of: "    config:", with: "    lifecycle: true\n    config:")
+        try await withTestHost(config: hostConfig, bots: ["b.yaml": asking]) { chat in
+            let logged = await chat.log.filter { $0.contains("plugin relay start:") }
+            #expect(
+                logged.count == 1 && logged[0].contains("answered 503; tried 3 times; its posts go on"), "\(logged)")
+            try await chat.post("!ask", as: "carol", to: .group("room"))
+            _ = try await chat.waitForMessage(in: .group("room")) { $0.text == "back again" }
+        }
         await service.stop()
     }
 

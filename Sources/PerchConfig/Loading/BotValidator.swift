@@ -328,10 +328,15 @@ struct BotValidator {
                 unknown("user", uid, among: knownUsers, where: usersPlace))
         }
         if trigger != nil { neverFires(loaded, rule, at: path) }
-        var captures: Set<String> = []
+        var captures: Set<String> = rule.usage?.placeholders ?? []
+        var isCommand = false
+        if case .command = rule.trigger { isCommand = true }
+        if rule.usage != nil, !isCommand {
+            error(loaded, path + ".usage", "`usage` declares a command's arguments; this rule is no command")
+        }
         if let pattern = conditions.textMatches {
             do {
-                captures = Set(try Pattern(pattern).captureNames.values)
+                captures.formUnion(try Pattern(pattern).captureNames.values)
             } catch {
                 self.error(loaded, path + ".when.text_matches", "invalid regular expression: \(error.description)")
             }
@@ -555,13 +560,13 @@ struct BotValidator {
                 default: error(loaded, path, "{reaction} is only set for reaction_added and reaction_removed triggers")
                 }
             default:
-                if variable.count != 1 || !captures.contains(root) {
+                if !captures.contains(variable.joined(separator: ".")) {
                     var message = "unknown placeholder '{\(variable.joined(separator: "."))}'"
                     let names = captures.union(["sender.name", "sender.uid", "message.text", "parent.text", "args"])
                     if let close = suggestion(for: variable.joined(separator: "."), among: names) {
                         message += "; did you mean '{\(close)}'?"
                     } else {
-                        message += " (not a named capture of text_matches)"
+                        message += " (neither a named capture of text_matches nor an argument of usage)"
                     }
                     error(loaded, path, message)
                 }

@@ -197,6 +197,9 @@ public struct Rule: Decodable, Sendable {
     public var actions: [Action]
     /// `help` (default none): one line on what a `command` rule does, for the bot's `help` answer.
     public var help: String?
+    /// `usage` (default none): a `command` rule's typed arguments (`"<when:duration> <text:rest>"`),
+    /// parsed and checked before the rule runs (``CommandUsage``).
+    public var usage: CommandUsage?
     /// `allow` (default everyone): the rule fires only for senders it matches (docs/configuration.md,
     /// "Permissions").
     public var allow: Access?
@@ -206,7 +209,7 @@ public struct Rule: Decodable, Sendable {
     public var refusal: Refusal
 
     enum CodingKeys: String, CodingKey {
-        case name, help, allow, deny, refusal
+        case name, help, usage, allow, deny, refusal
         case trigger = "on"
         case conditions = "when"
         case actions = "do"
@@ -219,6 +222,7 @@ public struct Rule: Decodable, Sendable {
         conditions = try c.decodeIfPresent(Conditions.self, forKey: .conditions) ?? Conditions()
         actions = try c.decode([Action].self, forKey: .actions)
         help = try c.decodeIfPresent(String.self, forKey: .help)
+        usage = try c.decodeIfPresent(CommandUsage.self, forKey: .usage)
         allow = try c.decodeIfPresent(Access.self, forKey: .allow)
         deny = try c.decodeIfPresent(Access.self, forKey: .deny)
         refusal = try c.decodeIfPresent(Refusal.self, forKey: .refusal) ?? .private

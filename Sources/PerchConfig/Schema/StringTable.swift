@@ -19,6 +19,9 @@ public struct StringTable: Decodable, Sendable {
         "COMMAND_REFUSED": "You may not use {command} here.",
         // Perch's own, the first line of a bot's built-in `help` answer; `{name}` is the bot's name.
         "HELP_HEADING": "{name}'s commands:",
+        // Perch's own, a command whose arguments do not fit its `usage`: what is wrong, and the
+        // usage (`!remind <when:duration> <text:rest>`).
+        "COMMAND_USAGE": "{problem}. Usage: {usage}",
         // Perch's own, the web chat's fixed labels; `{name}` is a person's name.
         "MESSAGE_COPY": "Copy",
         "MESSAGE_COPIED": "Copied",

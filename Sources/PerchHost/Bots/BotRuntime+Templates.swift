@@ -60,7 +60,8 @@ extension BotRuntime {
                 }
                 if case .bool(let flag)? = value { return String(flag) }
                 return nil
-            case let name?: return context.captures[name]
+            // A capture, or a typed argument's field (`{when.seconds}`).
+            case .some: return context.captures[path.joined(separator: ".")]
             case nil: return nil
             }
         }

@@ -63,6 +63,8 @@ final class BotRuntime: Sendable {
         var command: (name: String, args: String)?
         var wordLists: Set<Int>
         var mentionsBot: Bool
+        /// The command's arguments, by the usage of each rule that declares one (``parseArguments(_:)``).
+        var arguments: [CommandUsage: Result<[String: String], UsageProblem>] = [:]
     }
 
     /// Whether the bot hears this event at all: never its own doing; in groups, `hears` decides
@@ -88,6 +90,7 @@ final class BotRuntime: Sendable {
     func facts(for event: ChatEvent) async -> Facts {
         var facts = localFacts(for: event)
         await lookUp(&facts, sender: true, scope: bot.needsSenderScope, parent: true, actor: true)
+        await parseArguments(&facts)
         return facts
     }
 
@@ -128,9 +131,19 @@ final class BotRuntime: Sendable {
     func decide(_ facts: Facts) -> [Decision] {
         var decisions: [Decision] = []
         for rule in bot.rules {
-            guard let captures = matches(rule, facts) else { continue }
+            guard var captures = matches(rule, facts) else { continue }
+            var actions = rule.actions
+            // A command's typed arguments are its captures; a call that does not fit them is
+            // answered with the usage instead (after `allow`: nothing is said to whom it refuses).
+            if let usage = rule.usage, case .command(let name) = rule.trigger, let parsed = facts.arguments[usage] {
+                switch parsed {
+                case .success(let values): captures.merge(values) { _, typed in typed }
+                case .failure(let problem):
+                    actions = [.quoteReply(.literal(usageAnswer(problem, usage, command: name)))]
+                }
+            }
             switch access(rule, facts) {
-            case .allowed: decisions.append(Decision(rule: rule.name, actions: rule.actions, captures: captures))
+            case .allowed: decisions.append(Decision(rule: rule.name, actions: actions, captures: captures))
             case .refused(let answer): if let answer { decisions.append(answer) }
             }
         }
@@ -155,17 +168,26 @@ final class BotRuntime: Sendable {
         if asked.hasPrefix(prefix.lowercased()) { asked.removeFirst(prefix.count) }
         let me = [identity.uid, bot.configuration.user.name, "@" + identity.uid, "<@uid:\(identity.uid)>"]
         let wanted: String? = asked.isEmpty || me.contains { $0.lowercased() == asked } ? nil : asked
-        var commands: [(name: String, help: String?)] = []
+        var commands: [(name: String, help: String?, usage: CommandUsage?)] = []
         for entry in bot.helpEntries where wanted == nil || entry.command == wanted {
             guard holds(entry.conditions, facts), permits(entry.rule, facts) else { continue }
             if let listed = commands.firstIndex(where: { $0.name == entry.command }) {
                 commands[listed].help = commands[listed].help ?? entry.help
+                commands[listed].usage = commands[listed].usage ?? entry.rule.usage
             } else {
-                commands.append((entry.command, entry.help))
+                commands.append((entry.command, entry.help, entry.rule.usage))
             }
         }
         guard !commands.isEmpty else { return nil }
-        let lines = commands.map { prefix + $0.name + ($0.help.map { " — \($0)" } ?? "") }
+        var lines = commands.map {
+            prefix + $0.name + ($0.usage.map { " " + $0.text } ?? "") + ($0.help.map { " — \($0)" } ?? "")
+        }
+        // `help COMMAND` also says what each argument is.
+        if wanted != nil, let usage = commands.first?.usage {
+            lines += usage.parameters.map {
+                "  \($0.name): \($0.kind.explanation)" + ($0.isOptional ? " (optional)" : "")
+            }
+        }
         let heading = strings.text("HELP_HEADING").replacingOccurrences(of: "{name}", with: bot.configuration.user.name)
         return heading + "\n" + lines.joined(separator: "\n")
     }
@@ -278,6 +300,7 @@ final class BotRuntime: Sendable {
         // rule fires or a plugin listens (most events of a busy room do neither).
         var facts = localFacts(for: event)
         await lookUp(&facts, sender: bot.needsSender, scope: bot.needsSenderScope, parent: false)
+        if bot.hasUsages { await parseArguments(&facts) }
         let decisions = decide(facts)
         guard !decisions.isEmpty || !bot.plugins.isEmpty else { return }
         await lookUp(&facts, sender: true, scope: false, parent: true, actor: true)

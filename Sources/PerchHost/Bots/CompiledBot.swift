@@ -18,6 +18,8 @@ struct CompiledBot: Sendable {
         var actions: [Action]
         /// A `command` rule's `help` line.
         var help: String? = nil
+        /// A `command` rule's typed arguments.
+        var usage: CommandUsage? = nil
         /// Who the rule is for, and what a refused command answers.
         var allow: Access? = nil
         var deny: Access? = nil
@@ -56,6 +58,9 @@ struct CompiledBot: Sendable {
                 || !(rule.deny?.scopes.isEmpty ?? true)
         }
     }
+    /// Whether a command rule declares typed arguments (`usage`): then a command's are parsed.
+    var hasUsages = false
+
     /// Whether deciding which rules fire needs the sender's profile (`sender_is_bot`).
     var needsSender: Bool { rules.contains { $0.conditions.senderIsBot != nil } }
 }
@@ -90,7 +95,8 @@ struct BotCompiler {
             for (index, rule) in bot.rules.enumerated() {
                 var compiled = CompiledBot.CompiledRule(
                     name: rule.name ?? "rules[\(index)]", trigger: rule.trigger, conditions: rule.conditions,
-                    pattern: nil, wordList: nil, actions: rule.actions, help: rule.help, allow: rule.allow,
+                    pattern: nil, wordList: nil, actions: rule.actions, help: rule.help, usage: rule.usage,
+                    allow: rule.allow,
                     deny: rule.deny, refusal: rule.refusal)
                 if let source = rule.conditions.textMatches { compiled.pattern = try? Pattern(source) }
                 if let words = rule.conditions.containsWords {
@@ -136,6 +142,7 @@ struct BotCompiler {
             var compiled = CompiledBot(
                 identity: BotIdentity(name: bot.name, uid: bot.user.uid, system: bot.system), configuration: bot,
                 rules: rules, plugins: plugins, threadSubscriptionEnabled: gate && bot.threadSubscription)
+            compiled.hasUsages = rules.contains { $0.usage != nil }
             compiled.addHelpCommand()
             bots.append(compiled)
         }

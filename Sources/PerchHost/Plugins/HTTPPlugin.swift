@@ -78,10 +78,16 @@ final class HTTPPlugin: BotPlugin, @unchecked Sendable {
         throw ExternalPlugin.PluginFailure(description: "HTTP plugins are created from `url`")
     }
 
+    /// Posts `start` (with `lifecycle: true`). A service that does not take it is logged, and
+    /// the plugin stays: the service runs apart from the host and may be back by the next post.
     func start(_ environment: PluginEnvironment) async throws {
         self.environment.withLock { $0 = environment }
         guard lifecycle else { return }
-        _ = try await post("start", [:], delivery: "\(environment.bot.name)/start/\(pluginName)")
+        do {
+            _ = try await post("start", [:], delivery: "\(environment.bot.name)/start/\(pluginName)")
+        } catch {
+            environment.logger.warning("plugin \(pluginName) start: \(error); its posts go on")
+        }
     }
 
     /// Posts `stop` (with `lifecycle: true`); a failure is logged, as the host is stopping anyway.

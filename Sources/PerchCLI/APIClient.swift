@@ -81,7 +81,7 @@ struct APIClient {
     @discardableResult
     func tail(
         _ path: String = "/v3/events", after: Int64? = nil, connected: () -> Void = {},
-        _ line: (String, [String: Any]) -> Void
+        socket opened: (Int32) -> Void = { _ in }, _ line: (String, [String: Any]) -> Void
     ) throws -> Int64? {
         guard let host = base.host, let port = base.port else { throw Failure(description: "bad --url") }
         let unanswered = Failure(description: "cannot connect to \(host):\(port)", cannotConnect: true)
@@ -98,6 +98,7 @@ struct APIClient {
             }
         }
         guard status == 0 else { throw unanswered }
+        opened(fd)
         let resume = after.map { "Last-Event-ID: \($0)\r\n" } ?? ""
         let user = onBehalfOf.isEmpty ? "" : "onBehalfOf: \(onBehalfOf)\r\n"
         let request = Array(
@@ -245,7 +246,7 @@ struct APIClient {
 enum ClientCommands {
     static func client(_ parsed: ParsedArguments) throws -> APIClient {
         // Every user's notifications are the app's to read: `tail --notifications` without `--as`.
-        let asApp = parsed.command == "tail" && parsed.flags.contains("notifications")
+        let asApp = parsed.command == "plugin" || (parsed.command == "tail" && parsed.flags.contains("notifications"))
         guard let uid = parsed.options["as"] ?? (asApp ? "" : nil) else { throw UsageError("--as UID is required") }
         guard let key = ProcessInfo.processInfo.environment["PERCH_API_KEY"], !key.isEmpty else {
             throw UsageError("set PERCH_API_KEY to the host's API key (make run keeps one in data/.dev-api-key)")
@@ -260,6 +261,32 @@ enum ClientCommands {
         return APIClient(base: url, apiKey: key, onBehalfOf: uid)
     }
 
+    /// What followed the message `id` (`perch send --wait` over the API): the newer messages of
+    /// its conversation and of its thread, then what was done to it (its reactions, an edit, a
+    /// pin, a deletion). `--local` reads the event log instead, and reports every kind of event.
+    static func effects(of id: Int, _ sent: [String: Any], _ api: APIClient, _ parsed: ParsedArguments) async throws
+        -> [String]
+    {
+        var lines: [String] = []
+        let later = try await api.call("GET", try conversationPath(parsed) + "?id=\(id)&affix=append&limit=100")
+        for message in later as? [[String: Any]] ?? [] { lines.append(APIClient.describe(message)) }
+        let root = sent["parentMessageId"] as? Int ?? 0
+        let thread = try await api.call("GET", "/v3/messages/\(root == 0 ? id : root)/thread?limit=100")
+        for message in thread as? [[String: Any]] ?? [] where (message["id"] as? Int ?? 0) > id {
+            lines.append(APIClient.describe(message))
+        }
+        guard let now = try await api.call("GET", "/v3/messages/\(id)") as? [String: Any] else { return lines }
+        for reaction in now["reactions"] as? [[String: Any]] ?? [] {
+            lines.append("#\(id) \(reaction["reaction"] ?? "?") ×\(reaction["count"] ?? "?")")
+        }
+        if let by = now["editedBy"] as? String, !by.isEmpty {
+            lines.append("#\(id) edited by \(by): \(now["text"] as? String ?? "")")
+        }
+        if let by = now["pinnedBy"] as? String, !by.isEmpty { lines.append("#\(id) pinned by \(by)") }
+        if let by = now["deletedBy"] as? String, !by.isEmpty { lines.append("#\(id) deleted by \(by)") }
+        return lines
+    }
+
     static func conversationPath(_ parsed: ParsedArguments) throws -> String {
         if let guid = parsed.options["group"] { return "/v3/groups/\(guid)/messages" }
         if let uid = parsed.options["to"] { return "/v3/users/\(uid)/messages" }
@@ -270,8 +297,10 @@ enum ClientCommands {
         var exitCode: Int32 = 0
         guard
             let parsed = ParsedArguments.forCommand(
-                arguments, valued: ["config", "as", "group", "to", "thread", "quote", "url", "limit", "wait", "page"],
-                flags: command == "tail" ? ["notifications"] : [], positional: command == "send" ? 1 : 0,
+                arguments,
+                valued: ["config", "as", "group", "to", "thread", "quote", "url", "limit", "wait", "page", "bot"],
+                flags: command == "tail" ? ["notifications"] : [],
+                positional: command == "send" ? 1 : command == "plugin" ? 2 : 0,
                 exitCode: &exitCode)
         else { return exitCode }
         do {
@@ -294,15 +323,8 @@ enum ClientCommands {
                 let sent = try await api.call("POST", path, body: body) as? [String: Any] ?? [:]
                 print("sent " + APIClient.describe(sent))
                 if let seconds = Double(parsed.options["wait"] ?? "0"), seconds > 0, let id = sent["id"] as? Int {
-                    // What the bots did meanwhile: newer messages of the conversation, and the message's own state.
                     try await Task.sleep(for: .milliseconds(Int(seconds * 1000)))
-                    let later = try await api.call(
-                        "GET", try conversationPath(parsed) + "?id=\(id)&affix=append&limit=100")
-                    for message in later as? [[String: Any]] ?? [] { print("  " + APIClient.describe(message)) }
-                    if let now = try await api.call("GET", "/v3/messages/\(id)") as? [String: Any] {
-                        if let by = now["pinnedBy"] as? String, !by.isEmpty { print("  #\(id) pinned by \(by)") }
-                        if let by = now["deletedBy"] as? String, !by.isEmpty { print("  #\(id) deleted by \(by)") }
-                    }
+                    for line in try await effects(of: id, sent, api, parsed) { print("  " + line) }
                 }
             case "pins":
                 // Every page: an operator may raise limits.pinsPerConversation past one.
@@ -314,6 +336,18 @@ enum ClientCommands {
                 for message in pinned { print(APIClient.describe(message)) }
             case "threads":
                 try await threads(api, parsed)
+            case "plugin":
+                guard parsed.positional.count == 2, parsed.positional[0] == "restart" else {
+                    throw UsageError("perch plugin restart NAME [--bot BOT]")
+                }
+                let name = parsed.positional[1].addingPercentEncoding(withAllowedCharacters: .urlPathAllowed) ?? ""
+                let bot =
+                    parsed.options["bot"].map {
+                        "?bot=" + ($0.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? "")
+                    } ?? ""
+                let answer = try await api.call("POST", "/v3/plugins/\(name)/restart" + bot) as? [String: Any]
+                let bots = answer?["restarted"] as? [String] ?? []
+                print("restarted \(parsed.positional[1]) of " + bots.joined(separator: ", "))
             default:
                 let notifications = parsed.flags.contains("notifications")
                 let whose = api.onBehalfOf.isEmpty ? "everyone" : api.onBehalfOf

@@ -19,15 +19,18 @@ public enum Perch {
           run   [--config config.yaml] [--log-format text|json] start the host on the configured backend
           dry-run --as UID (--group GUID | --to UID) [--thread ID] [--config config.yaml] "text"
                                                                show which bots and rules would fire, doing nothing
-          send --as UID (--group GUID | --to UID) [--thread ID] [--quote ID] "text"
+          send --as UID (--group GUID | --to UID) [--thread ID] [--quote ID] [--wait SECONDS] "text"
                                                                post over the HTTP API (PERCH_API_KEY), or with
-                                                               --local [--wait SECONDS] into the local database
+                                                               --local into the local database; --wait: print
+                                                               every effect that followed, a while after
           tail --as UID                                        live events of a user, readable; through the
                                                                host's restarts, missing none
           tail --notifications [--as UID]                      notifications as they are routed: everyone's,
                                                                or one user's
           pins --as UID (--group GUID | --to UID)              a conversation's pinned messages
           threads --as UID [--limit N] [--page N]              a user's threads inbox, newest reply first
+          plugin restart NAME [--bot BOT]                      stop and start a running host's plugin (every
+                                                               bot's that has it, or BOT's)
           storage list [--bot NAME] [--prefix P]               the plugins' stored values (a bot's, or the stores)
           storage clear --bot NAME [--prefix P]                remove a bot's (or a namespace's) values
           verify [--config config.yaml]                        check every page of the database, read-only
@@ -122,7 +125,7 @@ public enum Perch {
         Allocator.tuneForHost()
         switch arguments.first {
         case "run", "dry-run": return await RunCommand.run(arguments)
-        case "tail", "pins", "threads": return await client(arguments[0], arguments)
+        case "tail", "pins", "threads", "plugin": return await client(arguments[0], arguments)
         case "check" where arguments.contains("--connect"): return await checkConnected(arguments)
         case "send": return await send(arguments)
         case "storage":

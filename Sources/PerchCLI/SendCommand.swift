@@ -6,8 +6,9 @@ import PerchService
 
 /// `perch send --as UID (--group GUID | --to UID) [--thread ID] [--quote ID] [--wait SECONDS] "text"`:
 /// posts a message straight into the embedded service's database (a running host picks it up
-/// within its poll interval) and, with `--wait`, prints what arrives in the conversation afterwards.
-/// Until the HTTP API exists this is how people talk to a local host from a terminal.
+/// within its poll interval) and, with `--wait`, prints every effect that followed it where the
+/// sender can see it: messages (a bot's direct answer too), edits, deletions, pins, reactions,
+/// member changes, thread subscriptions (``EffectDescription``).
 public enum SendCommand {
     public static func run(_ parsed: ParsedArguments, print write: (String) -> Void, printError: (String) -> Void)
         async -> Int32
@@ -40,21 +41,15 @@ public enum SendCommand {
             let draft = MessageDraft(
                 to: receiver, text: text, parentMessageId: Int64(parsed.options["thread"] ?? "0") ?? 0,
                 quotedMessageId: Int64(parsed.options["quote"] ?? "0") ?? 0)
+            let before = try await store.latestEventSequence()
             let sent = try await service.send(draft, as: uid)
-            write("sent #\(sent.id) \(describe(sent))")
+            write("sent #\(sent.id) \(EffectDescription.message(sent))")
             if let seconds = Double(parsed.options["wait"] ?? "0"), seconds > 0 {
                 try await Task.sleep(for: .milliseconds(Int(seconds * 1000)))
-                var request = MessagesRequest(limit: 100, messageId: sent.id)
-                switch receiver {
-                case .group(let guid): request.guid = guid
-                case .user(let other): request.uid = other
+                let page = try await service.events(for: uid, after: before, limit: 10_000)
+                for event in page.events where !(event.name.isNewMessage && event.message?.id == sent.id) {
+                    if let line = EffectDescription.line(event) { write("  " + line) }
                 }
-                for message in try await service.fetchNext(request, as: uid).messages {
-                    write("  #\(message.id) \(describe(message))")
-                }
-                let updated = try await service.message(sent.id, as: uid)
-                if updated.pinnedAt != 0 { write("  #\(sent.id) pinned by \(updated.pinnedBy)") }
-                if updated.deletedAt != 0 { write("  #\(sent.id) deleted by \(updated.deletedBy)") }
             }
             return 0
         } catch let error as ChatError {
@@ -64,13 +59,5 @@ public enum SendCommand {
             printError("perch: \(error)")
             return 1
         }
-    }
-
-    static func describe(_ message: Message) -> String {
-        var parts = ["\(message.sender):"]
-        if message.parentMessageId != 0 { parts.append("[thread #\(message.parentMessageId)]") }
-        if message.quotedMessageId != 0 { parts.append("[quoting #\(message.quotedMessageId)]") }
-        parts.append(message.text ?? "(\(message.type))")
-        return parts.joined(separator: " ")
     }
 }

@@ -184,7 +184,9 @@ extension ChatError.Code {
         case .permissionDenied, .groupNoClearance, .groupNoScopeClearance, .messageNotASender, .featureNotAccessible,
             .messageNoAccess, .bannedGroupMember, .groupNotJoined, .groupJoinNotAllowed, .groupNoSelfAction:
             return 403
-        case .messageIdNotFound, .uidNotFound, .guidNotFound, .notAMember, .webhookNotFound, .botNotFound: return 404
+        case .messageIdNotFound, .uidNotFound, .guidNotFound, .notAMember, .webhookNotFound, .botNotFound,
+            .pluginNotFound:
+            return 404
         case .pinnedMessagesLimitExceeded, .savedMessagesLimitExceeded, .messageActionNotAllowed, .alreadyJoined,
             .uidAlreadyExists, .guidAlreadyExists, .sameScope, .messageThreadNesting, .wrongMessageThread:
             return 409

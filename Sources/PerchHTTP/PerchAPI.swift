@@ -419,7 +419,8 @@ extension PerchAPI {
                     uid: request.parameter("uid"), name: name, role: role, metadata: metadata)
                 return .json(200, APIJSON.data(APIJSON.encode(user)))
             },
-        ] + webRoutes() + groupRoutes() + messageRoutes() + botStorageRoutes() + threadRoutes() + notificationRoutes()
+        ] + webRoutes() + groupRoutes() + messageRoutes() + botStorageRoutes() + pluginRoutes() + threadRoutes()
+            + notificationRoutes()
             + mediaRoutes() + [
                 route("GET", "v3/events", name: "events", ownsConnection: true) { api, request in
                     try await api.events(request)

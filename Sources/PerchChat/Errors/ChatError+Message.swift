@@ -40,6 +40,7 @@ extension ChatError {
         case .invalidMessageData: return "The message data is invalid: \(param("reason"))."
         case .webhookNotFound: return "No bot rule listens on the webhook \(param("name"))."
         case .botNotFound: return "No bot has the uid \(param("uid"))."
+        case .pluginNotFound: return "No running bot has the plugin \(param("name"))."
         case .badRequest: return "Invalid \(param("field")): \(param("reason"))."
         case .tooManyRequests: return "Too many requests; retry after \(param("retryAfter")) seconds."
         case .authNoCredentials: return "No credentials: send an apikey or authtoken header."

@@ -49,6 +49,8 @@ public struct ChatError: Error, Sendable, Hashable, CustomStringConvertible {
         public static let webhookNotFound = Code("ERR_WEBHOOK_NOT_FOUND")
         /// No user with role `bot` has the uid a bot's send names (CometChat's Send Bot Message).
         public static let botNotFound = Code("ERR_BOT_NOT_FOUND")
+        /// No running bot has the plugin a restart names.
+        public static let pluginNotFound = Code("ERR_PLUGIN_NOT_FOUND")
         public static let badRequest = Code("ERR_BAD_REQUEST")
         public static let tooManyRequests = Code("ERR_TOO_MANY_REQUESTS")
         public static let internalError = Code("ERR_INTERNAL")

@@ -231,15 +231,11 @@ public actor BotHost {
             if options.consumeEvents {
                 let failed = await lifecycle.start(
                     starting.map { slot in
-                        let reference = bot.configuration.plugins.first { $0.name == slot.name }
-                        return (
+                        (
                             PluginLifecycle.Slot(bot: bot.identity.name, name: slot.name, plugin: slot.plugin),
                             PluginEnvironment(
-                                bot: bot.identity, plugin: slot.name,
-                                configuration: reference?.config.map { ExternalPlugin.json(of: $0.node) }
-                                    ?? .object([:]),
-                                logger: botLogger, actions: actions, strings: config.strings,
-                                threadSubscriptionEnabled: bot.threadSubscriptionEnabled)
+                                bot: bot, plugin: slot.name, logger: botLogger, actions: actions,
+                                strings: config.strings)
                         )
                     })
                 for slot in failed { bot.plugins[slot.name] = nil }

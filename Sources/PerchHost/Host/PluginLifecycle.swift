@@ -19,14 +19,16 @@ struct PluginLifecycle {
     /// Starts each slot in order with its environment.
     /// - Returns: the slots that did not start (threw, or passed the time limit): the host drops
     ///   them until the next reload.
-    func start(_ slots: [(Slot, PluginEnvironment)]) async -> [Slot] {
+    func start(
+        _ slots: [(Slot, PluginEnvironment)], consequence: String = "it hears nothing until the next reload"
+    ) async -> [Slot] {
         var failed: [Slot] = []
         for (slot, environment) in slots {
             let plugin = slot.plugin
             if let problem = await Self.withinLimit(body: { try await plugin.start(environment) }) {
                 metrics.increment("perch_plugin_lifecycle_failures_total", ["plugin": slot.name, "hook": "start"])
                 logger.with(["bot": slot.bot]).error(
-                    "plugin \(slot.name) did not start: \(problem); it hears nothing until the next reload")
+                    "plugin \(slot.name) did not start: \(problem); \(consequence)")
                 failed.append(slot)
             }
         }

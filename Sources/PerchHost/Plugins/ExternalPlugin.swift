@@ -35,11 +35,11 @@ final class ExternalPlugin: BotPlugin, @unchecked Sendable {
     let command: [String]
     let timeout: Duration
     let config: JSONValue
-    private let state = Lock<State>(State())
+    let state = Lock<State>(State())
     /// Contexts of the host's requests in flight, by request id, for the plugin's own calls.
     private let contexts = Lock<[Int: BotContext]>([:])
     /// Set by ``start(_:)``, before the first event.
-    private let environment = Lock<PluginEnvironment?>(nil)
+    let environment = Lock<PluginEnvironment?>(nil)
     /// What the child writes that the host logs (its stderr lines, the stdout lines that are not the
     /// protocol): 100 lines in 10 seconds, then one line with the count of those held back, so a
     /// plugin writing in a loop cannot flood the host's log (`perch_plugin_output_lines_total`
@@ -62,11 +62,18 @@ final class ExternalPlugin: BotPlugin, @unchecked Sendable {
         var notBefore: ContinuousClock.Instant?
         /// Set by ``stop()``: no child is started again.
         var stopped = false
+        /// Watches the plugin's files while it runs (``watchFiles()``).
+        var watcher: Task<Void, Never>?
+        /// Whether the child has answered its `initialize`: requests wait for it until then.
+        var ready = false
+        /// The start of a child in progress, which every request arriving meanwhile waits on.
+        var launch: Task<PluginInput, any Error>?
 
         /// Drops the current child: counts a restart, sets the backoff (0.1 s doubling to 10 s) and
         /// hands back the requests that were waiting on it.
         mutating func forget() -> ([CheckedContinuation<JSONValue, any Error>], Double) {
             process = nil
+            ready = false
             input?.close()
             input = nil
             restarts += 1
@@ -111,43 +118,6 @@ final class ExternalPlugin: BotPlugin, @unchecked Sendable {
 
     var logger: HostLogger? { environment.withLock { $0?.logger } }
     var metrics: HostMetrics? { environment.withLock { $0?.metrics } }
-
-    // MARK: Lifecycle
-
-    /// Starts the child and initializes it. A child that cannot start, or does not answer, is
-    /// logged, not thrown: the supervisor tries again at the next event, as after a crash. A
-    /// plugin that answers `initialize` with an error refused to start: its child is stopped and
-    /// the error thrown.
-    func start(_ environment: PluginEnvironment) async throws {
-        self.environment.withLock { $0 = environment }
-        do {
-            _ = try await running()
-        } catch let failure as PluginFailure where failure.isAnswer {
-            await stop()
-            throw failure
-        } catch {
-            logger?.warning("plugin \(pluginName) did not start: \(error); tried again at its next event")
-        }
-    }
-
-    /// Sends `stop` and waits up to 2 s for its answer (an error answer, from a plugin that has no
-    /// stop of its own, counts as one), closes the child's stdin and gives it 1 s to exit on its
-    /// own, then ends it (``dropChild()``); no child starts again after it.
-    func stop() async {
-        let process = state.withLock { state -> ChildProcess? in
-            state.stopped = true
-            return state.process?.isRunning == true ? state.process : nil
-        }
-        if let process {
-            _ = try? await request(
-                "stop", params: .object(["plugin": .string(pluginName)]), timeout: .seconds(2), restartsOnTimeout: false
-            )
-            state.withLock { $0.input }?.close()
-            let deadline = ContinuousClock.now + .seconds(1)
-            while process.isRunning, ContinuousClock.now < deadline { try? await Task.sleep(for: .milliseconds(10)) }
-        }
-        dropChild()
-    }
 
     // MARK: Hooks
 
@@ -202,9 +172,10 @@ final class ExternalPlugin: BotPlugin, @unchecked Sendable {
     /// restarted.
     func request(
         _ method: String, params: JSONValue, context: BotContext? = nil, timeout: Duration? = nil,
-        restartsOnTimeout: Bool = true
+        restartsOnTimeout: Bool = true, on given: PluginInput? = nil
     ) async throws -> JSONValue {
-        let input = try await running(launching: method != "stop")
+        let input: PluginInput
+        if let given { input = given } else { input = try await running(launching: method != "stop") }
         let id = state.withLock { state -> Int in
             state.nextId += 1
             return state.nextId
@@ -272,19 +243,45 @@ final class ExternalPlugin: BotPlugin, @unchecked Sendable {
     /// The child's stdin, starting (or restarting, after the backoff) the child when needed and
     /// `launching`.
     /// - Throws: ``PluginFailure`` once the plugin is stopped, or when the child cannot start.
-    private func running(launching: Bool = true) async throws -> PluginInput {
-        let (current, stopped) = state.withLock { ($0.process?.isRunning == true ? $0.input : nil, $0.stopped) }
-        if let current { return current }
-        guard !stopped, launching else { throw PluginFailure(description: "the plugin was stopped") }
-        if let wait = state.withLock({ $0.notBefore }) {
-            let now = ContinuousClock.now
-            if wait > now { try await Task.sleep(until: wait) }
+    func running(launching: Bool = true) async throws -> PluginInput {
+        enum Next {
+            case ready(PluginInput)
+            case wait(Task<PluginInput, any Error>)
+            case stopped
         }
+        // One start at a time: the requests that arrive while a child starts wait for its
+        // `initialize` to be answered, and none is written before it.
+        let next = state.withLock { state -> Next in
+            if state.ready, state.process?.isRunning == true, let input = state.input { return .ready(input) }
+            if let launch = state.launch { return .wait(launch) }
+            if state.stopped || !launching { return .stopped }
+            let launch = Task { try await self.launch() }
+            state.launch = launch
+            return .wait(launch)
+        }
+        switch next {
+        case .ready(let input): return input
+        case .wait(let launch): return try await launch.value
+        case .stopped: throw PluginFailure(description: "the plugin was stopped")
+        }
+    }
+
+    /// Starts a child (after the backoff) and initializes it. A child that does not answer its
+    /// `initialize` is ended.
+    private func launch() async throws -> PluginInput {
+        defer { state.withLock { $0.launch = nil } }
+        if let wait = state.withLock({ $0.notBefore }), wait > ContinuousClock.now { try await Task.sleep(until: wait) }
         let input = try start()
-        // Starting an interpreter can take longer than handling an event: initialize gets 10 s at least.
-        _ = try await request(
-            "initialize", params: .object(["config": config, "plugin": .string(pluginName)]),
-            timeout: max(timeout, .seconds(10)))
+        do {
+            // Starting an interpreter can take longer than handling an event: initialize gets 10 s at least.
+            _ = try await request(
+                "initialize", params: .object(["config": config, "plugin": .string(pluginName)]),
+                timeout: max(timeout, .seconds(10)), on: input)
+        } catch {
+            if state.withLock({ $0.input === input }) { dropChild() }
+            throw error
+        }
+        state.withLock { state in if state.input === input { state.ready = true } }
         return input
     }
 

@@ -39,6 +39,15 @@ public final class PluginEnvironment: Sendable {
         storage = PluginStorage(service: actions.service, bot: bot.name)
     }
 
+    /// The environment of `bot`'s plugin `plugin`, its configuration read from the bot's file.
+    convenience init(bot: CompiledBot, plugin: String, logger: HostLogger, actions: BotActions, strings: StringTable) {
+        let reference = bot.configuration.plugins.first { $0.name == plugin }
+        self.init(
+            bot: bot.identity, plugin: plugin,
+            configuration: reference?.config.map { ExternalPlugin.json(of: $0.node) } ?? .object([:]), logger: logger,
+            actions: actions, strings: strings, threadSubscriptionEnabled: bot.threadSubscriptionEnabled)
+    }
+
     /// The chat service, to read what the bot may see (as the bot's user).
     public var service: ChatService { actions.service }
 

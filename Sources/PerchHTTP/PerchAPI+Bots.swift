@@ -1,13 +1,13 @@
 import PerchChat
 import PerchService
 
-/// A bot's key-value store over HTTP, for the services a bot's `url` plugins post to (they cannot
-/// call the host back inside a post, as `exec` plugins do): the same store, values and rules as a
-/// plugin's `storage` (docs/plugins.md, "Storage"). The app's API key only: a store is the bot's,
-/// not any person's.
+/// The bots over HTTP, with the app's API key only: a bot's key-value store, for the services its
+/// `url` plugins post to (they cannot call the host back inside a post, as `exec` plugins do; the
+/// same store, values and rules as a plugin's `storage`, docs/plugins.md, "Storage"), and a
+/// plugin's restart, for an operator (`perch plugin restart`).
 ///
-/// `?namespace=NAME` on each reaches the bot's store under that name (a plugin's own), as
-/// `storage.namespace(NAME)` does.
+/// `?namespace=NAME` on each storage route reaches the bot's store under that name (a plugin's
+/// own), as `storage.namespace(NAME)` does.
 extension PerchAPI {
     static func botStorageRoutes() -> [Route] {
         [
@@ -75,6 +75,23 @@ extension PerchAPI {
                     request.parameter("key"), in: store, expected: expected, new: new)
                 return .json(200, APIJSON.data(set ? #"{"set":true}"# : #"{"set":false}"#))
             },
+        ]
+    }
+
+    /// `POST /v3/plugins/{name}/restart[?bot=NAME]` (`perch plugin restart`): stops and starts
+    /// again a plugin of every running bot that has it, or of one. App only.
+    static func pluginRoutes() -> [Route] {
+        [
+            route("POST", "v3/plugins/{name}/restart", name: "plugins.restart", appOnly: true) { api, request in
+                let name = request.parameter("name")
+                let bots = await api.host?.restartPlugin(name, bot: request.query("bot")) ?? []
+                guard !bots.isEmpty else { throw ChatError(.pluginNotFound, ["name": .string(name)]) }
+                var writer = JSONWriter()
+                writer.raw("{\"data\":{\"restarted\":")
+                writer.value(.array(bots.map(JSONValue.string)))
+                writer.raw("}}")
+                return .json(200, writer.output)
+            }
         ]
     }
 

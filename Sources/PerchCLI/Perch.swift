@@ -19,6 +19,8 @@ public enum Perch {
           run   [--config config.yaml] [--log-format text|json] start the host on the configured backend
           dry-run --as UID (--group GUID | --to UID) [--thread ID] [--config config.yaml] "text"
                                                                show which bots and rules would fire, doing nothing
+          dry-run --at TIME [--config config.yaml]             what the schedule rules due at TIME (UTC, such as
+                                                               2026-12-07T09:00Z) would post, doing nothing
           send --as UID (--group GUID | --to UID) [--thread ID] [--quote ID] [--wait SECONDS] "text"
                                                                post over the HTTP API (PERCH_API_KEY), or with
                                                                --local into the local database; --wait: print

@@ -17,7 +17,7 @@ public enum RunCommand {
         guard
             let parsed = ParsedArguments.forCommand(
                 // dry-run takes the message's text.
-                arguments, valued: ["config", "log-format", "as", "group", "to", "thread"],
+                arguments, valued: ["config", "log-format", "as", "group", "to", "thread", "at"],
                 positional: arguments.first == "dry-run" ? 1 : 0, exitCode: &exitCode)
         else { return exitCode }
         let format = HostLogger.Format(rawValue: parsed.options["log-format"] ?? "text")
@@ -254,6 +254,20 @@ public enum RunCommand {
     }
 
     static func dryRun(_ host: BotHost, _ parsed: ParsedArguments) async -> Int32 {
+        if let at = parsed.options["at"] {
+            guard let seconds = Self.epochSeconds(at), parsed.positional.isEmpty else {
+                FileHandle.standardError.write(
+                    Data(
+                        "perch: dry-run --at TIME takes a UTC time such as 2026-12-07T09:00Z (or 2026-12-07 09:00), and no text\n"
+                            .utf8))
+                return 64
+            }
+            let results = await host.dryRunSchedules(at: seconds)
+            print(
+                results.isEmpty
+                    ? "no schedule rule is due at \(at)" : results.map(\.description).joined(separator: "\n"))
+            return 0
+        }
         guard let uid = parsed.options["as"], let text = parsed.positional.first,
             (parsed.options["group"] == nil) != (parsed.options["to"] == nil)
         else {
@@ -275,6 +289,23 @@ public enum RunCommand {
             FileHandle.standardError.write(Data("perch: \(error)\n".utf8))
             return 1
         }
+    }
+}
+
+extension RunCommand {
+    /// `text` as seconds since the epoch: an ISO 8601 time with a zone (`2026-12-07T09:00:00+01:00`,
+    /// `2026-12-07T09:00Z`), or `YYYY-MM-DD HH:MM` in UTC; nil when it is none of them.
+    static func epochSeconds(_ text: String) -> Int64? {
+        let iso = ISO8601DateFormatter()
+        if let date = iso.date(from: text) { return Int64(date.timeIntervalSince1970) }
+        let formatter = DateFormatter()
+        formatter.locale = Locale(identifier: "en_US_POSIX")
+        formatter.timeZone = TimeZone(identifier: "UTC")
+        for format in ["yyyy-MM-dd'T'HH:mmXXXXX", "yyyy-MM-dd HH:mm", "yyyy-MM-dd'T'HH:mm"] {
+            formatter.dateFormat = format
+            if let date = formatter.date(from: text) { return Int64(date.timeIntervalSince1970) }
+        }
+        return nil
     }
 }
 

@@ -42,11 +42,49 @@ extension BotHost {
         return fired
     }
 
+    /// What the schedule rules due in the minute of `epochSeconds` (UTC) would post, without posting
+    /// it (`perch dry-run --at`): each rule due, bots by name, its actions rendered.
+    public func dryRunSchedules(at epochSeconds: Int64) -> [DryRunResult] {
+        let minute = epochSeconds / 60 * 60
+        var results: [DryRunResult] = []
+        for (name, runtime) in currentRuntimes.sorted(by: { $0.key < $1.key }) {
+            for rule in runtime.bot.rules {
+                guard case .schedule(let cron, let target, let zone) = rule.trigger,
+                    let expression = try? CronExpression(cron),
+                    expression.isDue(minute: minute, in: zone.flatMap(TimeZone.init(identifier:)))
+                else { continue }
+                let context = triggeredContext(runtime, target: target, webhook: nil, key: "dry-run")
+                let described = rule.actions.map { action -> String in
+                    guard let template = action.template else { return action.summary }
+                    return "\(action.name): \(runtime.render(template, context))"
+                }
+                let place: String
+                switch target {
+                case .group(let guid): place = " in group \(guid)"
+                case .user(let uid): place = " to \(uid)"
+                }
+                results.append(DryRunResult(bot: name, rule: rule.name + place, actions: described))
+            }
+        }
+        return results
+    }
+
     /// Runs a time- or hook-driven rule: its actions post into the target conversation.
     func fire(
         _ runtime: BotRuntime, rule: CompiledBot.CompiledRule, target: Trigger.ScheduleTarget?,
         webhook: JSONValue?, key: String
     ) async {
+        let context = triggeredContext(runtime, target: target, webhook: webhook, key: key)
+        for action in rule.actions {
+            await runtime.perform(action, context: context, rule: rule.name)
+        }
+    }
+
+    /// The context of a time- or hook-driven rule: no event, its message the target conversation,
+    /// its sends numbered under `key`.
+    func triggeredContext(
+        _ runtime: BotRuntime, target: Trigger.ScheduleTarget?, webhook: JSONValue?, key: String
+    ) -> BotContext {
         let conversation: String
         var message: Message?
         switch target {
@@ -68,9 +106,7 @@ extension BotHost {
             strings: runtime.strings, logger: runtime.logger, actions: runtime.actions,
             threadSubscriptionEnabled: runtime.bot.threadSubscriptionEnabled, webhook: webhook,
             muidPrefix: "perch:\(runtime.identity.name):\(key)")
-        for action in rule.actions {
-            await runtime.perform(action, context: context, rule: rule.name)
-        }
+        return context
     }
 
     func startScheduler() {

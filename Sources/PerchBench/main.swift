@@ -18,6 +18,7 @@ let scenarios: [String: () async throws -> Void] = [
     "open": benchmarkOpen,
     "encode": benchmarkEncode,
     "webhooks": benchmarkWebhooks,
+    "plugins": benchmarkPlugins,
 ]
 let requested = CommandLine.arguments.dropFirst().first
 guard requested == nil || scenarios[requested!] != nil else {

@@ -40,6 +40,8 @@ public enum Perch {
           backup [--config config.yaml] DIRECTORY              a consistent copy of the database and uploads,
                                                                laid out as a data directory (beside a running
                                                                host too)
+          schema config|bot                                    the JSON Schema of config.yaml or of a bot file,
+                                                               for an editor (plugins' configuration included)
           version                                              print the version
 
         """
@@ -144,6 +146,9 @@ public enum Perch {
     ) -> Int32 {
         if arguments.first == "backup" {
             return BackupCommand.run(Array(arguments), print: write, printError: printError)
+        }
+        if arguments.first == "schema" {
+            return SchemaCommand.run(Array(arguments), print: write, printError: printError)
         }
         var exitCode: Int32 = 0
         guard

@@ -494,15 +494,36 @@ let brokenCases: [BrokenCase] = [
     @Test func corpusHoldsTheTable() throws {
         let directory = ConfigLoadingTests.repositoryRoot + "/Fuzz/corpus"
         let texts = brokenCases.flatMap { [$0.config].compactMap { $0 } + $0.bots.values.sorted() }
+        let manifest = Self.manifest(brokenCases)
         if ProcessInfo.processInfo.environment["PERCH_WRITE_CORPUS"] == "1" {
             try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
             for (index, text) in texts.enumerated() {
                 try text.write(toFile: directory + "/case-\(index).yaml", atomically: true, encoding: .utf8)
             }
+            try manifest.write(toFile: directory + "/findings.tsv", atomically: true, encoding: .utf8)
         }
         for (index, text) in texts.enumerated() {
             let stored = try String(contentsOfFile: directory + "/case-\(index).yaml", encoding: .utf8)
             #expect(stored == text, "Fuzz/corpus/case-\(index).yaml is stale: run PERCH_WRITE_CORPUS=1 swift test")
         }
+        let stored = try String(contentsOfFile: directory + "/findings.tsv", encoding: .utf8)
+        #expect(stored == manifest, "Fuzz/corpus/findings.tsv is stale: run PERCH_WRITE_CORPUS=1 swift test")
+    }
+
+    /// One line a corpus file: its name, whether it is a config or a bot file, whether the case's
+    /// finding is in it, and the finding (the schema test, Tests/scripts, reads it).
+    static func manifest(_ cases: [BrokenCase]) -> String {
+        var lines: [String] = []
+        for broken in cases {
+            let files =
+                (broken.config.map { [("config", "config.yaml", $0)] } ?? [])
+                + broken.bots.sorted { $0.value < $1.value }.map { ("bot", "bots/" + $0.key, $0.value) }
+            for (kind, name, _) in files {
+                let here = broken.expected.hasPrefix(name + ":")
+                let line = "case-\(lines.count).yaml\t\(kind)\t\(here)\t" + broken.expected
+                lines.append(line.replacingOccurrences(of: "\n", with: " "))
+            }
+        }
+        return lines.joined(separator: "\n") + "\n"
     }
 }

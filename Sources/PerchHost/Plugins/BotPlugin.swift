@@ -32,6 +32,10 @@ public protocol BotPlugin: Sendable {
     /// The name bot files use (`plugins: [{name: karma}]`, `- plugin: karma`).
     static var name: String { get }
 
+    /// A JSON Schema of ``Configuration`` for editors (`perch schema bot`), or nil (the default):
+    /// then an editor takes any `config`. `perch check` decodes the configuration either way.
+    static var configurationSchema: JSONValue? { get }
+
     init(configuration: Configuration) throws
 
     /// Called once before this instance hears its first event: at the host's start, and at a
@@ -92,6 +96,7 @@ public protocol BotPlugin: Sendable {
 }
 
 extension BotPlugin {
+    public static var configurationSchema: JSONValue? { nil }
     public func start(_ environment: PluginEnvironment) async throws {}
     public func stop() async {}
     public func continues(as replacement: any BotPlugin) -> Bool { false }
@@ -145,6 +150,7 @@ public struct NoConfiguration: Decodable, Sendable {
 public struct PluginRegistry: Sendable {
     struct Entry: Sendable {
         let make: @Sendable (ConfigSubtree?, String) -> (plugin: (any BotPlugin)?, findings: [Finding])
+        var schema: JSONValue? = nil
     }
 
     var entries: [String: Entry] = [:]
@@ -153,7 +159,15 @@ public struct PluginRegistry: Sendable {
 
     /// Registers `type` under its name.
     public mutating func register<P: BotPlugin>(_ type: P.Type) {
-        entries[P.name] = Entry { subtree, path in
+        entries[P.name] = Entry(make: Self.maker(type), schema: P.configurationSchema)
+    }
+
+    private static func maker<P: BotPlugin>(_ type: P.Type)
+        -> @Sendable (ConfigSubtree?, String) -> (
+            plugin: (any BotPlugin)?, findings: [Finding]
+        )
+    {
+        { subtree, path in
             var configuration: P.Configuration?
             var findings: [Finding] = []
             if let node = subtree?.node {
@@ -183,6 +197,9 @@ public struct PluginRegistry: Sendable {
     }
 
     public var names: Set<String> { Set(entries.keys) }
+
+    /// The configuration schemas of the plugins that give one, by name (`perch schema bot`).
+    public var configurationSchemas: [String: JSONValue] { entries.compactMapValues(\.schema) }
 
     /// Perch's own plugins.
     public static var standard: PluginRegistry {

@@ -18,6 +18,18 @@ import PerchChat
 public struct ThreadFollowPlugin: BotPlugin {
     public static let name = "thread-follow"
 
+    public static var configurationSchema: JSONValue? {
+        .object([
+            "type": .string("object"), "additionalProperties": .bool(false),
+            "properties": .object([
+                "follow": .object(["type": .string("string"), "description": .string("the command that subscribes")]),
+                "unfollow": .object([
+                    "type": .string("string"), "description": .string("the command that unsubscribes"),
+                ]),
+            ]),
+        ])
+    }
+
     public struct Configuration: Decodable, Sendable {
         /// `follow` (default `follow`): the command that subscribes.
         public var follow: String

@@ -1,0 +1,88 @@
+import Foundation
+import PerchChat
+import PerchConfig
+import PerchHost
+import PerchService
+
+/// What a plugin costs a message: a command answered by a JSON-RPC plugin in Python (the host
+/// asks, the plugin answers with a reply action) against the same answer from a bot file's rule,
+/// and a command with typed arguments (`usage`) against a plain regex rule taking the same words.
+/// Each is a person's message and the bot's reply to it, one at a time, on a running host on the
+/// embedded store: the time from the send until the reply is committed.
+func benchmarkPlugins() async throws {
+    let runs = environmentInt("PERCH_BENCH_PLUGIN_RUNS", default: 2000)
+    let plugin = """
+        import json, sys
+        for line in sys.stdin:
+            request = json.loads(line)
+            result = {}
+            if request.get("method") == "handle":
+                result = {"actions": [{"reply": "pong"}]}
+            sys.stdout.write(json.dumps({"jsonrpc": "2.0", "id": request["id"], "result": result}) + "\\n")
+            sys.stdout.flush()
+        """
+    let rules: [(name: String, rules: String, text: String)] = [
+        ("reply_rule", "  - on: { command: ping }\n    do: [{ reply: pong }]", "!ping"),
+        ("jsonrpc_plugin", "  - on: { command: ping }\n    do: [{ plugin: echo }]", "!ping"),
+        (
+            "regex_rule",
+            "  - on: message\n    when: { text_matches: '^!remind (?<when>\\S+) (?<text>.+)$' }\n"
+                + "    do: [{ reply: \"in {when}: {text}\" }]", "!remind 1h30m take the bread out"
+        ),
+        (
+            "typed_command",
+            "  - on: { command: remind }\n    usage: \"<when:duration> <text:rest>\"\n"
+                + "    do: [{ reply: \"in {when}: {text}\" }]", "!remind 1h30m take the bread out"
+        ),
+    ]
+    var figures: [String: Any] = ["runs": runs]
+    for variant in rules {
+        let directory =
+            FileManager.default.temporaryDirectory.appendingPathComponent("perch-plugins-\(UUID().uuidString)").path
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        try FileManager.default.createDirectory(atPath: directory + "/bots", withIntermediateDirectories: true)
+        try """
+        version: 1
+        seed:
+          users: [{ uid: alice, name: Alice }]
+          groups: [{ guid: general, name: General, owner: alice }]
+        """.write(toFile: directory + "/config.yaml", atomically: true, encoding: .utf8)
+        try plugin.write(toFile: directory + "/echo.py", atomically: true, encoding: .utf8)
+        try """
+        name: b
+        user: { uid: bot, name: Bot }
+        groups: [general]
+        plugins:
+          - { name: echo, exec: [python3, echo.py] }
+        rules:
+        \(variant.rules)
+        """.write(toFile: directory + "/bots/b.yaml", atomically: true, encoding: .utf8)
+        let loaded = ConfigurationLoader().load(configPath: directory + "/config.yaml")
+        guard loaded.isValid else { throw BenchFailure(loaded.findings.map(\.description).joined(separator: "\n")) }
+        let host = BotHost(
+            configuration: loaded,
+            options: BotHost.Options(
+                dataDirectory: directory + "/data", logger: HostLogger(minimum: .warning), schedulesFromTimer: false))
+        try await host.start()
+        guard let service = await host.service else { throw BenchFailure("the host has no service") }
+        let timing = try await measure(runs: runs, warmup: 100) {
+            try await roundTrip(variant.text, service: service)
+        }
+        figures[variant.name + "_median_us"] = (timing.median / 1000).rounded3
+        figures[variant.name + "_p99_us"] = (timing.p99 / 1000).rounded3
+        await host.stop()
+    }
+    report("plugins", figures)
+}
+
+/// Sends `text` as alice into general and waits until the bot's reply is committed.
+private func roundTrip(_ text: String, service: ChatService) async throws {
+    var cursor = try await service.store.latestEventSequence()
+    _ = try await service.send(MessageDraft(to: .group("general"), text: text), as: "alice")
+    while true {
+        let page = try await service.events(for: "alice", after: cursor)
+        if page.events.contains(where: { $0.name == .textMessageReceived && $0.message?.sender == "bot" }) { return }
+        cursor = max(cursor, page.scannedThrough)
+        await service.waitForEvents(after: cursor, for: "alice")
+    }
+}

@@ -262,8 +262,9 @@ enum ClientCommands {
     }
 
     /// What followed the message `id` (`perch send --wait` over the API): the newer messages of
-    /// its conversation and of its thread, then what was done to it (its reactions, an edit, a
-    /// pin, a deletion). `--local` reads the event log instead, and reports every kind of event.
+    /// its conversation, of its thread and of the bots' direct conversations with the sender, then
+    /// what was done to it (its reactions, an edit, a pin, a deletion). `--local` reads the event
+    /// log instead, and reports every kind of event.
     static func effects(of id: Int, _ sent: [String: Any], _ api: APIClient, _ parsed: ParsedArguments) async throws
         -> [String]
     {
@@ -274,6 +275,22 @@ enum ClientCommands {
         let thread = try await api.call("GET", "/v3/messages/\(root == 0 ? id : root)/thread?limit=100")
         for message in thread as? [[String: Any]] ?? [] where (message["id"] as? Int ?? 0) > id {
             lines.append(APIClient.describe(message))
+        }
+        // The bots' direct messages to the sender (message ids grow across conversations).
+        var people: [[String: Any]] = []
+        while true {
+            let after = (people.last?["uid"] as? String).map { "&after=" + $0 } ?? ""
+            let page = try await api.call("GET", "/v3/users?limit=100" + after) as? [[String: Any]] ?? []
+            people += page
+            if page.count < 100 { break }
+        }
+        let sender = sent["sender"] as? String ?? ""
+        for bot in people where bot["role"] as? String == "bot" {
+            guard let uid = bot["uid"] as? String, uid != sender, "\(sent["receiverUid"] ?? "")" != uid else {
+                continue
+            }
+            let direct = try await api.call("GET", "/v3/users/\(uid)/messages?id=\(id)&affix=append&limit=100")
+            for message in direct as? [[String: Any]] ?? [] { lines.append(APIClient.describe(message)) }
         }
         guard let now = try await api.call("GET", "/v3/messages/\(id)") as? [String: Any] else { return lines }
         for reaction in now["reactions"] as? [[String: Any]] ?? [] {

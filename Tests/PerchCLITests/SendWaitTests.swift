@@ -44,8 +44,8 @@ import Testing
         }
     }
 
-    /// Over the HTTP API, what followed in the conversation and its thread, and what was done to
-    /// the message.
+    /// Over the HTTP API, what followed in the conversation, its thread and the bots' direct
+    /// conversations with the sender, and what was done to the message.
     @Test func theSendOverHTTPReportsWhatFollowedAndWhatWasDoneToIt() async throws {
         try await withHTTPChat(bots: ["b.yaml": Self.bot]) { http in
             let output = try await builtPerch(
@@ -54,6 +54,7 @@ import Testing
             let sent = try #require(lines.first?.split(separator: " ").dropFirst().first.map(String.init))
             #expect(lines.first == "sent \(sent) carol: !all")
             #expect(lines.contains { $0.hasSuffix(" bot: done") }, "\(lines)")
+            #expect(lines.contains { $0.hasSuffix(" bot: psst") }, "\(lines)")
             #expect(lines.contains("  \(sent) 👀 ×1"), "\(lines)")
             #expect(lines.contains("  \(sent) pinned by bot"), "\(lines)")
         }

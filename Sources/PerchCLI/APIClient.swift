@@ -269,10 +269,11 @@ enum ClientCommands {
         -> [String]
     {
         var lines: [String] = []
-        let later = try await api.call("GET", try conversationPath(parsed) + "?id=\(id)&affix=append&limit=100")
+        // A read the sender may no longer make (a bot removed them from the group) says nothing.
+        let later = try? await api.call("GET", try conversationPath(parsed) + "?id=\(id)&affix=append&limit=100")
         for message in later as? [[String: Any]] ?? [] { lines.append(APIClient.describe(message)) }
         let root = sent["parentMessageId"] as? Int ?? 0
-        let thread = try await api.call("GET", "/v3/messages/\(root == 0 ? id : root)/thread?limit=100")
+        let thread = try? await api.call("GET", "/v3/messages/\(root == 0 ? id : root)/thread?limit=100")
         for message in thread as? [[String: Any]] ?? [] where (message["id"] as? Int ?? 0) > id {
             lines.append(APIClient.describe(message))
         }
@@ -292,7 +293,7 @@ enum ClientCommands {
             let direct = try await api.call("GET", "/v3/users/\(uid)/messages?id=\(id)&affix=append&limit=100")
             for message in direct as? [[String: Any]] ?? [] { lines.append(APIClient.describe(message)) }
         }
-        guard let now = try await api.call("GET", "/v3/messages/\(id)") as? [String: Any] else { return lines }
+        guard let now = try? await api.call("GET", "/v3/messages/\(id)") as? [String: Any] else { return lines }
         for reaction in now["reactions"] as? [[String: Any]] ?? [] {
             lines.append("#\(id) \(reaction["reaction"] ?? "?") ×\(reaction["count"] ?? "?")")
         }
@@ -301,6 +302,35 @@ enum ClientCommands {
         }
         if let by = now["pinnedBy"] as? String, !by.isEmpty { lines.append("#\(id) pinned by \(by)") }
         if let by = now["deletedBy"] as? String, !by.isEmpty { lines.append("#\(id) deleted by \(by)") }
+        return lines
+    }
+
+    /// A group's members and their scopes, every page, as the caller sees them.
+    static func members(of guid: String, _ api: APIClient) async throws -> [String: String] {
+        var members: [String: String] = [:]
+        var after = ""
+        while true {
+            let page =
+                try await api.call("GET", "/v3/groups/\(guid)/members?limit=1000" + after) as? [[String: Any]] ?? []
+            for member in page {
+                if let uid = member["uid"] as? String { members[uid] = member["scope"] as? String ?? "" }
+            }
+            guard page.count == 1000, let last = page.last?["uid"] as? String else { return members }
+            after = "&after=" + last
+        }
+    }
+
+    /// The lines for what changed in a group's members between two reads.
+    static func memberChanges(_ before: [String: String], _ after: [String: String], in guid: String) -> [String] {
+        var lines: [String] = []
+        for (uid, scope) in after.sorted(by: { $0.key < $1.key }) {
+            if let was = before[uid] {
+                if was != scope { lines.append("\(uid) is \(scope) in \(guid) (was \(was))") }
+            } else {
+                lines.append("\(uid) joined \(guid)")
+            }
+        }
+        for uid in before.keys.sorted() where after[uid] == nil { lines.append("\(uid) is no longer in \(guid)") }
         return lines
     }
 
@@ -337,11 +367,20 @@ enum ClientCommands {
                 }
                 if let quote = parsed.options["quote"].flatMap(Int.init) { body["quotedMessageId"] = quote }
                 let path = parsed.options["thread"].map { "/v3/messages/\($0)/thread" } ?? "/v3/messages"
+                let wait = Double(parsed.options["wait"] ?? "0") ?? 0
+                let group = parsed.options["group"]
+                var membersBefore: [String: String]?
+                if wait > 0, let group { membersBefore = try await members(of: group, api) }
                 let sent = try await api.call("POST", path, body: body) as? [String: Any] ?? [:]
                 print("sent " + APIClient.describe(sent))
-                if let seconds = Double(parsed.options["wait"] ?? "0"), seconds > 0, let id = sent["id"] as? Int {
-                    try await Task.sleep(for: .milliseconds(Int(seconds * 1000)))
+                if wait > 0, let id = sent["id"] as? Int {
+                    try await Task.sleep(for: .milliseconds(Int(wait * 1000)))
                     for line in try await effects(of: id, sent, api, parsed) { print("  " + line) }
+                    if let group, let membersBefore {
+                        // The sender removed: the list is no longer theirs to read.
+                        let after = (try? await members(of: group, api)) ?? [:]
+                        for line in memberChanges(membersBefore, after, in: group) { print("  " + line) }
+                    }
                 }
             case "pins":
                 // Every page: an operator may raise limits.pinsPerConversation past one.

@@ -17,6 +17,8 @@ import Testing
               - pin
               - direct_message: "psst"
               - reply: "done"
+          - on: { command: out }
+            do: [kick]
         """)
 
     @Test func theLocalSendReportsEveryEffect() async throws {
@@ -57,6 +59,10 @@ import Testing
             #expect(lines.contains { $0.hasSuffix(" bot: psst") }, "\(lines)")
             #expect(lines.contains("  \(sent) 👀 ×1"), "\(lines)")
             #expect(lines.contains("  \(sent) pinned by bot"), "\(lines)")
+            // A member change: the sender kicked out.
+            let kicked = try await builtPerch(
+                ["send", "--as", "carol", "--group", "room", "--wait", "10", "!out"], against: http)
+            #expect(kicked.split(separator: "\n").last == "  carol is no longer in room", "\(kicked)")
         }
     }
 }

@@ -179,7 +179,7 @@ extension CompiledBot {
     private func isThreadSubscriptionAction(_ action: Action) -> Bool {
         switch action {
         case .subscribe, .unsubscribe: true
-        case .plugin(let name): plugins[name] is ThreadFollowPlugin
+        case .plugin(let name): plugins[name]?.offersThreadSubscriptions ?? false
         default: false
         }
     }

@@ -32,6 +32,10 @@ public protocol BotPlugin: Sendable {
     /// The name bot files use (`plugins: [{name: karma}]`, `- plugin: karma`).
     static var name: String { get }
 
+    /// Whether what the plugin's commands do is thread subscriptions (a follow bot's): its
+    /// commands leave `help` while the follow controls' gate is closed. Default false.
+    var offersThreadSubscriptions: Bool { get }
+
     /// A JSON Schema of ``Configuration`` for editors (`perch schema bot`), or nil (the default):
     /// then an editor takes any `config`. `perch check` decodes the configuration either way.
     static var configurationSchema: JSONValue? { get }
@@ -97,6 +101,7 @@ public protocol BotPlugin: Sendable {
 
 extension BotPlugin {
     public static var configurationSchema: JSONValue? { nil }
+    public var offersThreadSubscriptions: Bool { false }
     public func start(_ environment: PluginEnvironment) async throws {}
     public func stop() async {}
     public func continues(as replacement: any BotPlugin) -> Bool { false }

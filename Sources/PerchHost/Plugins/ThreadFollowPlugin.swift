@@ -18,6 +18,8 @@ import PerchChat
 public struct ThreadFollowPlugin: BotPlugin {
     public static let name = "thread-follow"
 
+    public var offersThreadSubscriptions: Bool { true }
+
     public static var configurationSchema: JSONValue? {
         .object([
             "type": .string("object"), "additionalProperties": .bool(false),

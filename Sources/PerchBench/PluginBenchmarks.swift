@@ -52,6 +52,7 @@ func benchmarkPlugins() async throws {
         name: b
         user: { uid: bot, name: Bot }
         groups: [general]
+        rate_limit: { per_minute: 100000, burst: 100000, per_conversation_per_minute: 100000 }
         plugins:
           - { name: echo, exec: [python3, echo.py] }
         rules:
@@ -76,13 +77,16 @@ func benchmarkPlugins() async throws {
 }
 
 /// Sends `text` as alice into general and waits until the bot's reply is committed.
+/// - Throws: ``BenchFailure`` when no reply comes within 10 seconds (the bot's log says why).
 private func roundTrip(_ text: String, service: ChatService) async throws {
     var cursor = try await service.store.latestEventSequence()
     _ = try await service.send(MessageDraft(to: .group("general"), text: text), as: "alice")
-    while true {
+    let deadline = ContinuousClock.now + .seconds(10)
+    while ContinuousClock.now < deadline {
         let page = try await service.events(for: "alice", after: cursor)
         if page.events.contains(where: { $0.name == .textMessageReceived && $0.message?.sender == "bot" }) { return }
         cursor = max(cursor, page.scannedThrough)
-        await service.waitForEvents(after: cursor, for: "alice")
+        await service.waitForEvents(after: cursor, for: "alice", endingAtTick: true)
     }
+    throw BenchFailure("no reply to \(text) within 10 seconds")
 }

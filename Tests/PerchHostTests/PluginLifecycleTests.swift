@@ -184,6 +184,46 @@ struct LifecycleRecorder: BotPlugin {
         #expect(Array(seen().suffix(2)) == [#"stop {"name": "b", "uid": "bot"}"#, "stopped"], "\(seen())")
     }
 
+    /// Stopping the host while the plugin is busy with an event is not the plugin failing, and its
+    /// exit on `stop` is not a crash: neither is logged as a warning, nor followed by a restart.
+    @Test func aStopWhileThePluginIsBusyLogsNoFailure() async throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("perch-quiet-\(UUID())").path
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let script = directory + "/slow.py"
+        let out = directory + "/seen.txt"
+        try """
+        import json, sys, threading, time
+        def answer(request):
+            if request["method"] == "event":
+                with open("\(out)", "a") as f:
+                    f.write("event\\n")
+                time.sleep(30)
+            sys.stdout.write(json.dumps({"jsonrpc": "2.0", "id": request["id"], "result": {}}) + "\\n")
+            sys.stdout.flush()
+        for line in sys.stdin:
+            request = json.loads(line)
+            if request.get("method") == "stop":
+                answer(request)
+                break
+            threading.Thread(target=answer, args=(request,), daemon=True).start()
+        """.write(toFile: script, atomically: true, encoding: .utf8)
+        let bot = botFile(
+            "  - on: { command: never }\n    do: [{ reply: x }]",
+            extra: "plugins:\n  - name: slow\n    exec: [python3, \"\(script)\"]")
+        let running = Lock<TestChat?>(nil)
+        try await withTestHost(config: hostConfig, bots: ["b.yaml": bot]) { chat in
+            running.withLock { $0 = chat }
+            try await chat.post("hello", as: "carol", to: .group("room"))
+            _ = try await chat.waitFor("the plugin busy with the event") {
+                (try? String(contentsOfFile: out, encoding: .utf8))?.contains("event") == true ? true : nil
+            }
+        }
+        let log = await running.withLock { $0 }!.log
+        #expect(!log.contains { $0.contains("warning") || $0.contains("restarting") }, "\(log)")
+        #expect(log.contains { $0.contains("plugin slow exited with status 0 on its stop") }, "\(log)")
+    }
+
     /// An external plugin that answers `initialize` with an error refused to start: its child is
     /// ended and it hears nothing until the next reload, as a Swift plugin whose start throws.
     @Test func anExternalPluginRefusingToStartHearsNothing() async throws {

@@ -427,6 +427,8 @@ final class BotRuntime: Sendable {
     func guarded(plugin name: String, _ body: @Sendable () async throws -> Void) async {
         do {
             try await body()
+        } catch is CancellationError where Task.isCancelled {
+            // The host stopping or reloading abandoned the call: not the plugin's failure.
         } catch {
             metrics.increment("perch_handler_errors_total", ["bot": identity.name])
             // Keyed by the error's type, not its text: a plugin's messages often name the event.

@@ -437,10 +437,20 @@ final class ExternalPlugin: BotPlugin, @unchecked Sendable {
         return environment.context()
     }
 
+    /// The child's exit, reported by its process: an exit the plugin's stop asked for is expected;
+    /// any other is a crash, counted, logged and followed by a restart after the backoff.
     private func exited(_ process: ChildProcess) {
-        let (orphans, delay) = state.withLock { state -> ([CheckedContinuation<JSONValue, any Error>], Double) in
-            guard state.process === process else { return ([], 0) }
-            return state.forget()
+        let (orphans, delay, stopping) = state.withLock {
+            state -> ([CheckedContinuation<JSONValue, any Error>], Double, Bool) in
+            guard state.process === process else { return ([], 0, false) }
+            let stopping = state.stopped
+            let (orphans, delay) = state.forget()
+            return (orphans, delay, stopping)
+        }
+        if stopping {
+            logger?.info("plugin \(pluginName) \(process.terminationDescription) on its stop")
+            for continuation in orphans { continuation.resume(throwing: PluginFailure(description: "the plugin was stopped")) }
+            return
         }
         guard !orphans.isEmpty || delay > 0 else { return }
         metrics?.increment("perch_plugin_restarts_total", ["plugin": pluginName])

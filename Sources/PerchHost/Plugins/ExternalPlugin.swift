@@ -449,7 +449,8 @@ final class ExternalPlugin: BotPlugin, @unchecked Sendable {
         }
         if stopping {
             logger?.info("plugin \(pluginName) \(process.terminationDescription) on its stop")
-            for continuation in orphans { continuation.resume(throwing: PluginFailure(description: "the plugin was stopped")) }
+            let failure = PluginFailure(description: "the plugin was stopped")
+            for continuation in orphans { continuation.resume(throwing: failure) }
             return
         }
         guard !orphans.isEmpty || delay > 0 else { return }

@@ -12,7 +12,7 @@ extension JSONValue {
 
     /// Parses a JSON text.
     static func parse(_ data: Data) throws -> JSONValue {
-        try JSONReader.read(String(decoding: data, as: UTF8.self)) { try $0.value() }
+        try JSONValue(parsing: String(decoding: data, as: UTF8.self))
     }
 
     var objectValue: [String: JSONValue]? {

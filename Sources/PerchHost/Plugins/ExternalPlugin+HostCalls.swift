@@ -108,7 +108,7 @@ extension ExternalPlugin {
     static func json(of message: Message) -> JSONValue {
         var writer = JSONWriter()
         writer.message(message)
-        return (try? JSONDecoder().decode(JSONValue.self, from: Data(writer.output.utf8))) ?? .null
+        return (try? JSONValue(parsing: writer.output)) ?? .null
     }
 
     /// `params[key]` as a message id, nil when absent.

@@ -68,6 +68,8 @@ final class ExternalPlugin: BotPlugin, @unchecked Sendable {
         var ready = false
         /// The start of a child in progress, which every request arriving meanwhile waits on.
         var launch: Task<PluginInput, any Error>?
+        /// The events the child asked for in its `initialize` answer (`events`); nil, every event.
+        var events: Set<String>?
 
         /// Drops the current child: counts a restart, sets the backoff (0.1 s doubling to 10 s) and
         /// hands back the requests that were waiting on it.
@@ -127,7 +129,12 @@ final class ExternalPlugin: BotPlugin, @unchecked Sendable {
     /// `threadSubscriptionChanged` with `{bot, parentMessageId, uid, isSubscribed, event}`.
     func onEvent(_ context: BotContext) async throws {
         let name = context.event.name
-        guard name == .threadSubscribed || name == .threadUnsubscribed else { return try await call("event", context) }
+        guard name == .threadSubscribed || name == .threadUnsubscribed else {
+            // A plugin that listed the events it handles is not asked about the others: a command
+            // plugin costs a busy room nothing but its commands.
+            if let wanted = state.withLock({ $0.events }), !wanted.contains(name.rawValue) { return }
+            return try await call("event", context)
+        }
         guard let parent = context.event.message?.id, let uid = context.event.actor else { return }
         var params = Self.params(context)
         params["parentMessageId"] = .number(Double(parent))
@@ -138,7 +145,7 @@ final class ExternalPlugin: BotPlugin, @unchecked Sendable {
 
     /// `notification` with `{bot, plugin, notification}`; the answer's result is not read.
     func onNotification(_ notification: NotificationRecord, bot: BotIdentity) async throws {
-        let json = (try? JSONDecoder().decode(JSONValue.self, from: Data(notification.json.utf8))) ?? .null
+        let json = (try? JSONValue(parsing: notification.json)) ?? .null
         _ = try await request(
             "notification",
             params: .object([
@@ -272,17 +279,46 @@ final class ExternalPlugin: BotPlugin, @unchecked Sendable {
         defer { state.withLock { $0.launch = nil } }
         if let wait = state.withLock({ $0.notBefore }), wait > ContinuousClock.now { try await Task.sleep(until: wait) }
         let input = try start()
+        let answer: JSONValue
         do {
             // Starting an interpreter can take longer than handling an event: initialize gets 10 s at least.
-            _ = try await request(
+            answer = try await request(
                 "initialize", params: .object(["config": config, "plugin": .string(pluginName)]),
                 timeout: max(timeout, .seconds(10)), on: input)
         } catch {
             if state.withLock({ $0.input === input }) { dropChild() }
             throw error
         }
-        state.withLock { state in if state.input === input { state.ready = true } }
+        let events = wantedEvents(answer)
+        state.withLock { state in
+            guard state.input === input else { return }
+            state.ready = true
+            state.events = events
+        }
         return input
+    }
+
+    /// The events an `initialize` answer asks for: its `events`, a list of listener names; nil
+    /// (every event) without one. A list that is not one of names, or that names an event there is
+    /// not, is logged; the plugin then hears every event, or the names there are.
+    private func wantedEvents(_ answer: JSONValue) -> Set<String>? {
+        guard let given = answer["events"], given != .null else { return nil }
+        guard case .array(let items) = given, case let names = items.compactMap(\.stringValue),
+            names.count == items.count
+        else {
+            logger?.warning(
+                "plugin \(pluginName) answered initialize with events that are not a list of names; "
+                    + "it hears every event")
+            return nil
+        }
+        let known = Set(EventName.allCases.map(\.rawValue))
+        let unknown = names.filter { !known.contains($0) }
+        if !unknown.isEmpty {
+            logger?.warning(
+                "plugin \(pluginName) asked for events there are not: \(unknown.joined(separator: ", ")); "
+                    + "they are \(known.sorted().joined(separator: ", "))")
+        }
+        return Set(names)
     }
 
     private func start() throws -> PluginInput {
@@ -364,7 +400,7 @@ final class ExternalPlugin: BotPlugin, @unchecked Sendable {
 
     private func receive(_ line: Data) {
         // Decoded once: a call of the plugin's own (it has a method), else a response (a numeric id).
-        let message = try? JSONDecoder().decode(JSONValue.self, from: line)
+        let message = try? JSONValue(parsing: String(decoding: line, as: UTF8.self))
         if case .object(let object)? = message, case .string(let method)? = object["method"] {
             let id = object["id"] ?? .null
             let params = object["params"] ?? .null
@@ -490,7 +526,7 @@ final class ExternalPlugin: BotPlugin, @unchecked Sendable {
     }
 
     static func eventJSON(_ event: ChatEvent) -> JSONValue {
-        (try? JSONDecoder().decode(JSONValue.self, from: Data(event.json.utf8))) ?? .null
+        (try? JSONValue(parsing: event.json)) ?? .null
     }
 
     /// A YAML subtree as JSON, for the plugin's `initialize`.

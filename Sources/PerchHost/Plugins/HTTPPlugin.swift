@@ -190,7 +190,7 @@ final class HTTPPlugin: BotPlugin, @unchecked Sendable {
     /// Runs the actions of a 2xx answer's body: a JSON-RPC response, or its bare result.
     private func run(_ data: [UInt8], _ context: BotContext) async throws {
         guard !data.allSatisfy({ $0 == 0x20 || $0 == 0x0A || $0 == 0x0D || $0 == 0x09 }) else { return }
-        guard let json = try? JSONDecoder().decode(JSONValue.self, from: Data(data)), case .object = json else {
+        guard let json = try? JSONValue(parsing: String(decoding: data, as: UTF8.self)), case .object = json else {
             throw ExternalPlugin.PluginFailure(description: "\(shownURL) answered a body that is not a JSON object")
         }
         if let error = json["error"], error != .null {

@@ -214,7 +214,10 @@ class PluginRuntime:
             plugin.name = plugin.name or params.get("plugin", "")
             for handler in plugin._start:
                 await self._invoke(handler, self.host)
-            return {"name": plugin.name}
+            if plugin._every_event:
+                return {"name": plugin.name}
+            # Only the events it has handlers for: the host asks about no other.
+            return {"name": plugin.name, "events": sorted(plugin._events)}
         if method == "stop":
             for handler in plugin._stop:
                 await self._invoke(handler, self.host)

@@ -74,9 +74,9 @@ PLUGIN = textwrap.dedent('''
 class FakeHost:
     """The plugin's process, and the host's side of its pipes."""
 
-    def __init__(self, tmp_path):
+    def __init__(self, tmp_path, source=PLUGIN):
         script = tmp_path / "probe.py"
-        script.write_text(PLUGIN)
+        script.write_text(source)
         self.process = subprocess.Popen(
             [sys.executable, str(script)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
             text=True, env=dict(os.environ, PYTHONPATH=SDK))
@@ -139,7 +139,8 @@ MESSAGE = {"id": 12, "sender": "alice", "receiverType": "group", "receiverUid": 
 def initialize(host):
     host.request("initialize", {"bot": {"name": "b", "uid": "bot"}, "plugin": "probe", "config": {"x": 1}})
     answer = host.read()
-    assert answer["result"] == {"name": "probe"}
+    # Its one event handler (on_message) is all it asks for.
+    assert answer["result"] == {"name": "probe", "events": ["onTextMessageReceived"]}
     return answer
 
 
@@ -153,6 +154,26 @@ def test_start_event_and_a_call_of_its_own(host):
     host.write({"jsonrpc": "2.0", "id": call["id"], "result": {}})
     assert host.read() == {"jsonrpc": "2.0", "id": request, "result": {}}
     assert host.logged("started with {'x': 1} Bot(name='b', uid='bot')")
+
+
+def test_a_plugin_hearing_every_event_asks_for_all(tmp_path):
+    every = FakeHost(tmp_path, textwrap.dedent("""
+        from perch_sdk import Plugin
+        plugin = Plugin("all")
+
+        @plugin.on_event
+        async def heard(ctx):
+            await ctx.reply(ctx.event.name)
+
+        plugin.run()
+    """))
+    try:
+        every.request("initialize", {"bot": {"name": "b", "uid": "bot"}, "plugin": "all", "config": {}})
+        assert every.read()["result"] == {"name": "all"}
+        every.request("event", every.event(3, name="onMessagePinned", message=MESSAGE))
+        assert every.read()["params"] == {"text": "onMessagePinned", "context": 3}
+    finally:
+        every.close()
 
 
 def test_commands_by_name_a_fallback_and_the_context_id(host):

@@ -2,7 +2,8 @@
 // unread state kept there, so every tab agrees), newest first, with the unread count as a badge.
 // New ones arrive on the event stream (`onNotification`); marking read in any tab reaches the
 // others (`onNotificationsRead`). When the tab is hidden and the person allowed it, the browser's
-// Notification API shows each one. Loaded before app.js, whose helpers it uses at run time.
+// Notification API shows each one. Loaded after core.js; the other files' functions it uses at
+// run time.
 'use strict';
 
 const notices = { rows: [], unread: 0 };

@@ -1,6 +1,6 @@
 // The web chat's side views: a conversation's pinned messages, the threads inbox, the saved
-// messages and the notification preferences. Loaded before app.js, whose helpers it uses at run
-// time.
+// messages and the notification preferences. Loaded after core.js; the other files' functions
+// it uses at run time.
 'use strict';
 
 async function openPins() {

@@ -10,6 +10,7 @@ import sys
 import socket
 import subprocess
 import tempfile
+import unittest
 import time
 import urllib.error
 import urllib.request
@@ -226,3 +227,33 @@ class Page:
         box = self.wait_for(css)
         box.send_keys(text)
         return box
+
+
+class WebChatTestCase(unittest.TestCase):
+    """A class's tests share one server (its `ui`, `pins`, `saves`) and one browser; each test's
+    page signs in afresh, and a page the Content-Security-Policy refused anything fails it."""
+    ui = "    enabled: true\n"
+    pins = 100
+    saves = 100
+
+    @classmethod
+    def setUpClass(cls):
+        cls.server = Server(ui=cls.ui, pins=cls.pins, saves=cls.saves)
+        cls.driver = browser()
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.driver.quit()
+        cls.server.stop()
+
+    def tearDown(self):
+        # The page served with a strict Content-Security-Policy: nothing it does may be refused.
+        refused = [entry["message"] for entry in self.driver.get_log("browser")
+                   if "Content Security Policy" in entry["message"] or "Refused to" in entry["message"]]
+        self.assertEqual(refused, [], "the Content-Security-Policy refused what the page did")
+
+    def page(self, uid="alice"):
+        self.driver.delete_all_cookies()
+        self.driver.get(self.server.url + "/")
+        self.driver.execute_script("sessionStorage.clear()")
+        return Page(self.driver, self.server, uid)

@@ -4,8 +4,7 @@ the person's other sessions."""
 import time
 import unittest
 
-from harness import Page
-from test_webchat import WebChatTestCase
+from harness import Page, WebChatTestCase
 
 
 class NotificationCentreTests(WebChatTestCase):

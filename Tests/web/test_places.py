@@ -2,7 +2,7 @@
 thread reply, and the saved messages of every conversation."""
 import unittest
 
-from test_webchat import WebChatTestCase
+from harness import WebChatTestCase
 
 
 class PlacesTests(WebChatTestCase):

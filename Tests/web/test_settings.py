@@ -6,7 +6,7 @@ import signal
 import time
 import unittest
 
-from test_webchat import WebChatTestCase
+from harness import WebChatTestCase
 
 
 class LiveSettingsTests(WebChatTestCase):

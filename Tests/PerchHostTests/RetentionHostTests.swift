@@ -110,6 +110,34 @@ import Testing
         }
     }
 
+    /// The host keeps the outbox for the webhooks configured now, however long since one saved its
+    /// cursor (the host was down, or its receiver is): their rows are not pruned. A webhook no
+    /// longer configured holds nothing.
+    @Test(arguments: [true, false])
+    func aConfiguredWebhookHoldsTheOutboxBack(configured: Bool) async throws {
+        let webhook = """
+            notifications:
+              webhooks:
+                - { url: "http://127.0.0.1:9/hook", name: pager, secret: "${PAGER_SECRET}" }
+            """
+        try await withTestHost(
+            config: hostConfig + "\n" + (configured ? webhook : ""),
+            environment: ["PAGER_SECRET": "0123456789abcdef-pager"]
+        ) { chat in
+            let service = chat.service
+            _ = try await service.send(MessageDraft(to: .group("room"), text: "hi <@uid:carol>"), as: "alice")
+            let newest = try await service.newestNotificationSequence()
+            try await service.advanceDelivery(of: "webhook:pager", to: 0)
+            _ = await chat.host.runRetention()
+            chat.clock.advance(by: Self.week + 1)
+            _ = try await service.send(MessageDraft(to: .group("room"), text: "later"), as: "alice")
+            let pruned = await chat.host.runRetention()
+            #expect(pruned.outbox == (configured ? 0 : Int(newest)))
+            let oldest = try await service.routedNotifications(after: 0, limit: 1).first?.seq
+            #expect(oldest == (configured ? 1 : newest + 1))
+        }
+    }
+
     /// A bot saves its cursor again as it starts, so a pass right after the host comes back after a
     /// long stop keeps what the bot has not handled yet (its last save was longer ago than the
     /// retention). The hosts' monotonic clock stands still: a running bot never saves its cursor

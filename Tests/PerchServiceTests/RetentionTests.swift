@@ -110,6 +110,28 @@ import Testing
         }
     }
 
+    /// A delivery consumer (a webhook whose receiver is down) that saved its cursor within the
+    /// retention holds the outbox back at it; one that has not saved it for longer, and the
+    /// plugins' feed nobody listens to (-1), hold nothing.
+    @Test func aDeliveryConsumerWithinTheRetentionHoldsTheOutboxBack() async throws {
+        try await withChat { chat in
+            let (service, clock) = (chat.service, chat.clock)
+            try await chat.say("old", as: "bob")  // rows 1–3: alice, carol, dave
+            try await service.advanceDelivery(of: "webhook:removed", to: 0)
+            _ = try await service.pruneEventLog(olderThan: Self.week)
+            clock.advance(by: Self.week + 1)
+            try await service.advanceDelivery(of: "webhook:down", to: 1)
+            try await service.advanceDelivery(of: "plugins", to: -1)
+            try await chat.say("new", as: "bob")
+
+            #expect(try await service.pruneEventLog(olderThan: Self.week).outbox == 1)
+            #expect(try await service.routedNotifications(after: 1, limit: 10).map(\.seq).prefix(2) == [2, 3])
+            // Once it has handled them they go at the next pass.
+            try await service.advanceDelivery(of: "webhook:down", to: 3)
+            #expect(try await service.pruneEventLog(olderThan: Self.week).outbox == 2)
+        }
+    }
+
     @Test func aLongPassGoesInBatchesAndKeepsOnlyTheMarkItStillNeeds() async throws {
         try await withChat { chat in
             let (service, clock) = (chat.service, chat.clock)

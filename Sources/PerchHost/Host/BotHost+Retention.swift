@@ -26,8 +26,12 @@ extension BotHost {
         }
         do {
             // A running bot may sleep through other rooms' events for longer than the retention
-            // without saving its cursor; it is here, so it holds the log back.
-            try await service.keepCursors(consumers.keys.sorted().map(BotIdentity.session(of:)))
+            // without saving its cursor; it is here, so it holds the log back. So do the webhooks
+            // configured now and the plugins' feed, in the outbox, a long stop of the host included.
+            let webhooks = configuration.config?.notifications.webhooks.map { WebhookDelivery.consumer(of: $0.name) }
+            try await service.keepCursors(
+                consumers.keys.sorted().map(BotIdentity.session(of:)),
+                deliveries: (webhooks ?? []) + [PluginNotificationFeed.consumer])
             let pruned = try await service.pruneEventLog(olderThan: Int64(days) * 86_400)
             metrics.increment("perch_events_pruned_total", by: Double(pruned.events))
             metrics.increment("perch_notifications_pruned_total", by: Double(pruned.outbox))

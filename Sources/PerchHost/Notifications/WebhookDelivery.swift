@@ -28,7 +28,10 @@ public final class WebhookDelivery: Sendable {
     let events: Set<NotificationReason>
 
     /// The queue's name in the store.
-    public var consumer: String { "webhook:" + webhook.name }
+    public var consumer: String { Self.consumer(of: webhook.name) }
+
+    /// The store's name of the queue of the webhook named `name`.
+    static func consumer(of name: String) -> String { "webhook:" + name }
 
     public init(
         webhook: NotificationWebhook, service: ChatService, client: any PluginHTTPClient, logger: HostLogger,

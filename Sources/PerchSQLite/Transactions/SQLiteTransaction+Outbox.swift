@@ -123,6 +123,16 @@ extension SQLiteTransaction {
         try db.scalar("SELECT seq FROM delivery_cursors WHERE consumer = ?", [.text(consumer)])
     }
 
+    func oldestDeliveryCursor(savedSince time: Int64) throws -> Int64? {
+        try db.scalar("SELECT min(seq) FROM delivery_cursors WHERE saved_at >= ? AND seq >= 0", [.int(time)])
+    }
+
+    func keepDeliveryCursors(_ consumers: [String], at time: Int64) throws {
+        for consumer in consumers {
+            try db.run("UPDATE delivery_cursors SET saved_at = ? WHERE consumer = ?", [.int(time), .text(consumer)])
+        }
+    }
+
     func setDeliveryCursor(consumer: String, seq: Int64, at time: Int64) throws {
         try db.run(
             """

@@ -38,12 +38,16 @@ extension ChatService {
         }
     }
 
-    /// Marks the cursors of `consumers` (still running) as saved now, their sequences unchanged: the
-    /// retention then holds the log back for them, however long they have slept through other
-    /// rooms' events without saving (``pruneEventLog(olderThan:batch:)``).
-    public func keepCursors(_ consumers: [String]) async throws(ChatError) {
+    /// Marks the cursors of `consumers` (still running) and the delivery cursors of `deliveries`
+    /// (webhooks and feeds still configured) as saved now, their sequences unchanged: the
+    /// retention then holds the event log and the outbox back for them, however long they have
+    /// slept without saving, a host's long stop included (``pruneEventLog(olderThan:batch:)``).
+    public func keepCursors(_ consumers: [String], deliveries: [String] = []) async throws(ChatError) {
         let now = clock.now()
-        try await writing { tx in try tx.keepCursors(consumers, at: now) }
+        try await writing { tx in
+            try tx.keepCursors(consumers, at: now)
+            try tx.keepDeliveryCursors(deliveries, at: now)
+        }
     }
 
     /// Follows `uid`'s events after `seq`, as a session: pages through the backlog, then waits for

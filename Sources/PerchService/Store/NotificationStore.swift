@@ -19,6 +19,10 @@ public protocol NotificationReadTransaction {
     func newestNotificationSequence() throws -> Int64
     /// The last outbox row a delivery consumer has finished with (nil: it never ran).
     func deliveryCursor(consumer: String) throws -> Int64?
+    /// The lowest cursor among the delivery consumers that saved theirs at `time` or later and are
+    /// listening (a cursor of -1 is a feed nobody listens to): the retention prunes no outbox row
+    /// such a consumer has not handled. Nil when none did.
+    func oldestDeliveryCursor(savedSince time: Int64) throws -> Int64?
     /// The rows a delivery consumer gave up on, newest first (every consumer's when nil).
     func deadLetters(consumer: String?, limit: Int) throws -> [DeadLetter]
 }
@@ -33,6 +37,9 @@ public protocol NotificationWriteTransaction {
     /// Marks every row of the user up to `seq` read at `time` (a cursor: it never moves back).
     func markNotificationsRead(uid: String, through seq: Int64, at time: Int64) throws
     func setDeliveryCursor(consumer: String, seq: Int64, at time: Int64) throws
+    /// Marks the delivery cursors of `consumers` saved at `time`, their sequences unchanged
+    /// (consumers still configured: the retention holds the outbox back for them).
+    func keepDeliveryCursors(_ consumers: [String], at time: Int64) throws
     func appendDeadLetter(_ letter: DeadLetter) throws
 }
 

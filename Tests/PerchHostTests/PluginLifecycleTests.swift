@@ -140,126 +140,124 @@ struct LifecycleRecorder: BotPlugin {
     /// An external plugin starts with the host (its `initialize` before any event), may call the
     /// host on its own (no `params.context`), and is sent `stop` before its child is ended.
     @Test func anExternalPluginStartsWithTheHostActsOnItsOwnAndIsToldToStop() async throws {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("perch-life-\(UUID())").path
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(atPath: directory) }
-        let script = directory + "/life.py"
-        let out = directory + "/seen.txt"
-        try """
-        import json, sys
-        def note(text):
-            with open("\(out)", "a") as f:
-                f.write(text + "\\n")
-        for line in sys.stdin:
-            request = json.loads(line)
-            method = request.get("method")
-            if method is None:
-                continue  # an answer to our own call
-            note(method + " " + json.dumps(request["params"].get("bot"), sort_keys=True))
-            if method == "initialize":
-                # A call of its own, outside any event: no params.context.
-                call = {"jsonrpc": "2.0", "id": "own", "method": "host.storage.set", "params": {"key": "k", "value": {"up": True}}}
-                sys.stdout.write(json.dumps(call) + "\\n")
+        try await withScratchDirectory { directory in
+            let script = directory + "/life.py"
+            let out = directory + "/seen.txt"
+            try """
+            import json, sys
+            def note(text):
+                with open("\(out)", "a") as f:
+                    f.write(text + "\\n")
+            for line in sys.stdin:
+                request = json.loads(line)
+                method = request.get("method")
+                if method is None:
+                    continue  # an answer to our own call
+                note(method + " " + json.dumps(request["params"].get("bot"), sort_keys=True))
+                if method == "initialize":
+                    # A call of its own, outside any event: no params.context.
+                    call = {"jsonrpc": "2.0", "id": "own", "method": "host.storage.set", "params": {"key": "k", "value": {"up": True}}}
+                    sys.stdout.write(json.dumps(call) + "\\n")
+                    sys.stdout.flush()
+                    note("answer " + sys.stdin.readline().strip())
+                sys.stdout.write(json.dumps({"jsonrpc": "2.0", "id": request["id"], "result": {}}) + "\\n")
                 sys.stdout.flush()
-                note("answer " + sys.stdin.readline().strip())
-            sys.stdout.write(json.dumps({"jsonrpc": "2.0", "id": request["id"], "result": {}}) + "\\n")
-            sys.stdout.flush()
-            if method == "stop":
-                note("stopped")
-                break
-        """.write(toFile: script, atomically: true, encoding: .utf8)
-        let bot = botFile(
-            "  - on: { command: never }\n    do: [{ reply: x }]",
-            extra: "plugins:\n  - name: life\n    exec: [python3, \"\(script)\"]")
-        @Sendable func seen() -> [String] {
-            ((try? String(contentsOfFile: out, encoding: .utf8)) ?? "").split(separator: "\n").map(String.init)
+                if method == "stop":
+                    note("stopped")
+                    break
+            """.write(toFile: script, atomically: true, encoding: .utf8)
+            let bot = botFile(
+                "  - on: { command: never }\n    do: [{ reply: x }]",
+                extra: "plugins:\n  - name: life\n    exec: [python3, \"\(script)\"]")
+            @Sendable func seen() -> [String] {
+                ((try? String(contentsOfFile: out, encoding: .utf8)) ?? "").split(separator: "\n").map(String.init)
+            }
+            try await withTestHost(config: hostConfig, bots: ["b.yaml": bot]) { chat in
+                // No event yet: the host started it.
+                #expect(seen().first == #"initialize {"name": "b", "uid": "bot"}"#, "\(seen())")
+                _ = try await chat.waitFor("its own call answered") { seen().count >= 2 ? true : nil }
+                #expect(seen()[1] == #"answer {"jsonrpc":"2.0","id":"own","result":{}}"#, "\(seen())")
+                #expect(try await chat.service.storedValue("k", in: "b") == .object(["up": .bool(true)]))
+            }
+            #expect(Array(seen().suffix(2)) == [#"stop {"name": "b", "uid": "bot"}"#, "stopped"], "\(seen())")
         }
-        try await withTestHost(config: hostConfig, bots: ["b.yaml": bot]) { chat in
-            // No event yet: the host started it.
-            #expect(seen().first == #"initialize {"name": "b", "uid": "bot"}"#, "\(seen())")
-            _ = try await chat.waitFor("its own call answered") { seen().count >= 2 ? true : nil }
-            #expect(seen()[1] == #"answer {"jsonrpc":"2.0","id":"own","result":{}}"#, "\(seen())")
-            #expect(try await chat.service.storedValue("k", in: "b") == .object(["up": .bool(true)]))
-        }
-        #expect(Array(seen().suffix(2)) == [#"stop {"name": "b", "uid": "bot"}"#, "stopped"], "\(seen())")
     }
 
     /// Stopping the host while the plugin is busy with an event is not the plugin failing, and its
     /// exit on `stop` is not a crash: neither is logged as a warning, nor followed by a restart.
     @Test func aStopWhileThePluginIsBusyLogsNoFailure() async throws {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("perch-quiet-\(UUID())").path
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(atPath: directory) }
-        let script = directory + "/slow.py"
-        let out = directory + "/seen.txt"
-        try """
-        import json, sys, threading, time
-        def answer(request):
-            if request["method"] == "event":
-                with open("\(out)", "a") as f:
-                    f.write("event\\n")
-                time.sleep(30)
-            sys.stdout.write(json.dumps({"jsonrpc": "2.0", "id": request["id"], "result": {}}) + "\\n")
-            sys.stdout.flush()
-        for line in sys.stdin:
-            request = json.loads(line)
-            if request.get("method") == "stop":
-                answer(request)
-                break
-            threading.Thread(target=answer, args=(request,), daemon=True).start()
-        """.write(toFile: script, atomically: true, encoding: .utf8)
-        let bot = botFile(
-            "  - on: { command: never }\n    do: [{ reply: x }]",
-            extra: "plugins:\n  - name: slow\n    exec: [python3, \"\(script)\"]")
-        let running = Lock<TestChat?>(nil)
-        try await withTestHost(config: hostConfig, bots: ["b.yaml": bot]) { chat in
-            running.withLock { $0 = chat }
-            try await chat.post("hello", as: "carol", to: .group("room"))
-            _ = try await chat.waitFor("the plugin busy with the event") {
-                (try? String(contentsOfFile: out, encoding: .utf8))?.contains("event") == true ? true : nil
+        try await withScratchDirectory { directory in
+            let script = directory + "/slow.py"
+            let out = directory + "/seen.txt"
+            try """
+            import json, sys, threading, time
+            def answer(request):
+                if request["method"] == "event":
+                    with open("\(out)", "a") as f:
+                        f.write("event\\n")
+                    time.sleep(30)
+                sys.stdout.write(json.dumps({"jsonrpc": "2.0", "id": request["id"], "result": {}}) + "\\n")
+                sys.stdout.flush()
+            for line in sys.stdin:
+                request = json.loads(line)
+                if request.get("method") == "stop":
+                    answer(request)
+                    break
+                threading.Thread(target=answer, args=(request,), daemon=True).start()
+            """.write(toFile: script, atomically: true, encoding: .utf8)
+            let bot = botFile(
+                "  - on: { command: never }\n    do: [{ reply: x }]",
+                extra: "plugins:\n  - name: slow\n    exec: [python3, \"\(script)\"]")
+            let running = Lock<TestChat?>(nil)
+            try await withTestHost(config: hostConfig, bots: ["b.yaml": bot]) { chat in
+                running.withLock { $0 = chat }
+                try await chat.post("hello", as: "carol", to: .group("room"))
+                _ = try await chat.waitFor("the plugin busy with the event") {
+                    (try? String(contentsOfFile: out, encoding: .utf8))?.contains("event") == true ? true : nil
+                }
             }
+            let log = await running.withLock { $0 }!.log
+            #expect(!log.contains { $0.contains("warning") || $0.contains("restarting") }, "\(log)")
+            #expect(log.contains { $0.contains("plugin slow exited with status 0 on its stop") }, "\(log)")
         }
-        let log = await running.withLock { $0 }!.log
-        #expect(!log.contains { $0.contains("warning") || $0.contains("restarting") }, "\(log)")
-        #expect(log.contains { $0.contains("plugin slow exited with status 0 on its stop") }, "\(log)")
     }
 
     /// An external plugin that answers `initialize` with an error refused to start: its child is
     /// ended and it hears nothing until the next reload, as a Swift plugin whose start throws.
     @Test func anExternalPluginRefusingToStartHearsNothing() async throws {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("perch-refuse-\(UUID())").path
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(atPath: directory) }
-        let script = directory + "/refuse.py"
-        let out = directory + "/seen.txt"
-        try """
-        import json, sys
-        for line in sys.stdin:
-            request = json.loads(line)
-            with open("\(out)", "a") as f:
-                f.write(request["method"] + "\\n")
-            if request["method"] == "initialize":
-                answer = {"error": {"code": -32000, "message": "no token in the environment"}}
-            else:
-                answer = {"result": {"actions": [{"reply": "heard"}]}}
-            sys.stdout.write(json.dumps(dict(answer, jsonrpc="2.0", id=request["id"])) + "\\n")
-            sys.stdout.flush()
-        """.write(toFile: script, atomically: true, encoding: .utf8)
-        let bot = botFile(
-            "  - on: { command: do }\n    do: [{ plugin: refuse }]",
-            extra: "plugins:\n  - name: refuse\n    exec: [python3, \"\(script)\"]")
-        try await withTestHost(config: hostConfig, bots: ["b.yaml": bot]) { chat in
-            #expect(
-                chat.host.metrics.value("perch_plugin_lifecycle_failures_total", ["plugin": "refuse", "hook": "start"])
-                    == 1)
-            let logged = await chat.log.filter { $0.contains("did not start") }
-            #expect(logged.first?.contains("plugin error: no token in the environment") == true, "\(logged)")
-            try await chat.post("!do it", as: "carol", to: .group("room"))
-            try await chat.settle()
-            #expect(try await chat.botMessages(in: .group("room")).isEmpty)
+        try await withScratchDirectory { directory in
+            let script = directory + "/refuse.py"
+            let out = directory + "/seen.txt"
+            try """
+            import json, sys
+            for line in sys.stdin:
+                request = json.loads(line)
+                with open("\(out)", "a") as f:
+                    f.write(request["method"] + "\\n")
+                if request["method"] == "initialize":
+                    answer = {"error": {"code": -32000, "message": "no token in the environment"}}
+                else:
+                    answer = {"result": {"actions": [{"reply": "heard"}]}}
+                sys.stdout.write(json.dumps(dict(answer, jsonrpc="2.0", id=request["id"])) + "\\n")
+                sys.stdout.flush()
+            """.write(toFile: script, atomically: true, encoding: .utf8)
+            let bot = botFile(
+                "  - on: { command: do }\n    do: [{ plugin: refuse }]",
+                extra: "plugins:\n  - name: refuse\n    exec: [python3, \"\(script)\"]")
+            try await withTestHost(config: hostConfig, bots: ["b.yaml": bot]) { chat in
+                #expect(
+                    chat.host.metrics.value(
+                        "perch_plugin_lifecycle_failures_total", ["plugin": "refuse", "hook": "start"])
+                        == 1)
+                let logged = await chat.log.filter { $0.contains("did not start") }
+                #expect(logged.first?.contains("plugin error: no token in the environment") == true, "\(logged)")
+                try await chat.post("!do it", as: "carol", to: .group("room"))
+                try await chat.settle()
+                #expect(try await chat.botMessages(in: .group("room")).isEmpty)
+            }
+            let seen = ((try? String(contentsOfFile: out, encoding: .utf8)) ?? "").split(separator: "\n")
+            // It refused: it is ended, not asked to stop.
+            #expect(seen == ["initialize"], "\(seen)")
         }
-        let seen = ((try? String(contentsOfFile: out, encoding: .utf8)) ?? "").split(separator: "\n")
-        // It refused: it is ended, not asked to stop.
-        #expect(seen == ["initialize"], "\(seen)")
     }
 }

@@ -103,38 +103,37 @@ import Testing
     /// once (the bot's requests and the notification feed), reach it whole and in order: each
     /// line the host starts is finished before another begins.
     @Test func longLinesFromTwoWritersReachASlowPluginWhole() async throws {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("perch-long-\(UUID())").path
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(atPath: directory) }
-        let script = directory + "/slow_reader.py"
-        try """
-        import json, sys, time
-        for line in sys.stdin:
-            time.sleep(0.05)  # reads slowly: the host's writes find the pipe full
-            request = json.loads(line)  # a line cut or mixed with another ends the plugin here
-            result = {}
-            if request.get("method") == "handle":
-                args = request["params"]["command"]["args"]
-                result = {"actions": [{"reply": "%d %s" % (len(args), args[0])}]}
-            sys.stdout.write(json.dumps({"jsonrpc": "2.0", "id": request["id"], "result": result}) + "\\n")
-            sys.stdout.flush()
-        """.write(toFile: script, atomically: true, encoding: .utf8)
-        let bot = botFile(
-            "  - on: { command: long }\n    do: [{ plugin: slow }]",
-            extra: "plugins:\n  - name: slow\n    exec: [python3, \"\(script)\"]\n    notifications: true")
-        try await withTestHost(config: hostConfig, bots: ["b.yaml": bot]) { chat in
-            for letter in ["a", "b", "c"] {
-                // About 100 KB a request, and each message notifies two members besides the sender.
-                try await chat.post(
-                    "!long " + String(repeating: letter, count: 50_000) + " <@uid:alice>", as: "carol",
-                    to: .group("room"))
+        try await withScratchDirectory { directory in
+            let script = directory + "/slow_reader.py"
+            try """
+            import json, sys, time
+            for line in sys.stdin:
+                time.sleep(0.05)  # reads slowly: the host's writes find the pipe full
+                request = json.loads(line)  # a line cut or mixed with another ends the plugin here
+                result = {}
+                if request.get("method") == "handle":
+                    args = request["params"]["command"]["args"]
+                    result = {"actions": [{"reply": "%d %s" % (len(args), args[0])}]}
+                sys.stdout.write(json.dumps({"jsonrpc": "2.0", "id": request["id"], "result": result}) + "\\n")
+                sys.stdout.flush()
+            """.write(toFile: script, atomically: true, encoding: .utf8)
+            let bot = botFile(
+                "  - on: { command: long }\n    do: [{ plugin: slow }]",
+                extra: "plugins:\n  - name: slow\n    exec: [python3, \"\(script)\"]\n    notifications: true")
+            try await withTestHost(config: hostConfig, bots: ["b.yaml": bot]) { chat in
+                for letter in ["a", "b", "c"] {
+                    // About 100 KB a request, and each message notifies two members besides the sender.
+                    try await chat.post(
+                        "!long " + String(repeating: letter, count: 50_000) + " <@uid:alice>", as: "carol",
+                        to: .group("room"))
+                }
+                let replies = try await chat.waitFor(timeout: .seconds(20), "the three answers") { () -> [String]? in
+                    let replies = try await chat.botMessages(in: .group("room")).compactMap(\.text)
+                    return replies.count >= 3 ? replies : nil
+                }
+                #expect(replies == ["50013 a", "50013 b", "50013 c"])
+                #expect(chat.host.metrics.value("perch_plugin_restarts_total", ["plugin": "slow"]) == 0)
             }
-            let replies = try await chat.waitFor(timeout: .seconds(20), "the three answers") { () -> [String]? in
-                let replies = try await chat.botMessages(in: .group("room")).compactMap(\.text)
-                return replies.count >= 3 ? replies : nil
-            }
-            #expect(replies == ["50013 a", "50013 b", "50013 c"])
-            #expect(chat.host.metrics.value("perch_plugin_restarts_total", ["plugin": "slow"]) == 0)
         }
     }
 
@@ -155,42 +154,41 @@ import Testing
             ),
         ] as [(String, [String], String?)])
     func aPluginHearsTheEventsItAskedFor(events: String, expected: [String], warning: String?) async throws {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("perch-events-\(UUID())").path
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(atPath: directory) }
-        let script = directory + "/picky.py"
-        let out = directory + "/seen.txt"
-        try """
-        import json, sys
-        for line in sys.stdin:
-            request = json.loads(line)
-            method = request["method"]
-            result = {}
-            if method == "initialize":
-                result = {"name": "picky", "events": \(events)}
-            elif method in ("event", "handle"):
-                with open("\(out)", "a") as f:
-                    f.write(method + ("" if method == "handle" else " " + request["params"]["event"]["name"]) + "\\n")
-            sys.stdout.write(json.dumps({"jsonrpc": "2.0", "id": request["id"], "result": result}) + "\\n")
-            sys.stdout.flush()
-        """.write(toFile: script, atomically: true, encoding: .utf8)
-        let bot = botFile(
-            "  - on: { command: do }\n    do: [{ plugin: picky }]",
-            extra: "plugins:\n  - name: picky\n    exec: [python3, \"\(script)\"]")
-        try await withTestHost(config: hostConfig, bots: ["b.yaml": bot]) { chat in
-            try await chat.post("!do", as: "carol", to: .group("room"))
-            let plain = try await chat.post("just talking", as: "carol", to: .group("room"))
-            _ = try await chat.service.edit(plain.id, text: "just talking, edited", as: "carol")
-            let seen = try await chat.waitFor(timeout: .seconds(10), "the edit's event") { () -> [String]? in
-                let lines = ((try? String(contentsOfFile: out, encoding: .utf8)) ?? "").split(separator: "\n")
-                return lines.last == "event onMessageEdited" ? lines.map(String.init) : nil
-            }
-            #expect(seen == expected)
-            let warned = await chat.log.filter { $0.contains("warning") && $0.contains("plugin picky") }
-            if let warning {
-                #expect(warned.count == 1 && warned[0].contains(warning), "\(warned)")
-            } else {
-                #expect(warned.isEmpty, "\(warned)")
+        try await withScratchDirectory { directory in
+            let script = directory + "/picky.py"
+            let out = directory + "/seen.txt"
+            try """
+            import json, sys
+            for line in sys.stdin:
+                request = json.loads(line)
+                method = request["method"]
+                result = {}
+                if method == "initialize":
+                    result = {"name": "picky", "events": \(events)}
+                elif method in ("event", "handle"):
+                    with open("\(out)", "a") as f:
+                        f.write(method + ("" if method == "handle" else " " + request["params"]["event"]["name"]) + "\\n")
+                sys.stdout.write(json.dumps({"jsonrpc": "2.0", "id": request["id"], "result": result}) + "\\n")
+                sys.stdout.flush()
+            """.write(toFile: script, atomically: true, encoding: .utf8)
+            let bot = botFile(
+                "  - on: { command: do }\n    do: [{ plugin: picky }]",
+                extra: "plugins:\n  - name: picky\n    exec: [python3, \"\(script)\"]")
+            try await withTestHost(config: hostConfig, bots: ["b.yaml": bot]) { chat in
+                try await chat.post("!do", as: "carol", to: .group("room"))
+                let plain = try await chat.post("just talking", as: "carol", to: .group("room"))
+                _ = try await chat.service.edit(plain.id, text: "just talking, edited", as: "carol")
+                let seen = try await chat.waitFor(timeout: .seconds(10), "the edit's event") { () -> [String]? in
+                    let lines = ((try? String(contentsOfFile: out, encoding: .utf8)) ?? "").split(separator: "\n")
+                    return lines.last == "event onMessageEdited" ? lines.map(String.init) : nil
+                }
+                #expect(seen == expected)
+                let warned = await chat.log.filter { $0.contains("warning") && $0.contains("plugin picky") }
+                if let warning {
+                    #expect(warned.count == 1 && warned[0].contains(warning), "\(warned)")
+                } else {
+                    #expect(warned.isEmpty, "\(warned)")
+                }
             }
         }
     }

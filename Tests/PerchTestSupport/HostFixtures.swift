@@ -144,3 +144,12 @@ private func runToEnd(
         status: process.terminationStatus, output: String(decoding: written, as: UTF8.self),
         errors: String(decoding: said.data, as: UTF8.self))
 }
+
+/// A scratch directory for a test's own files (a plugin's script, what the plugin writes down),
+/// removed when `body` returns or throws.
+public func withScratchDirectory(_ body: (_ directory: String) async throws -> Void) async throws {
+    let directory = FileManager.default.temporaryDirectory.appendingPathComponent("perch-scratch-\(UUID())").path
+    try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+    defer { try? FileManager.default.removeItem(atPath: directory) }
+    try await body(directory)
+}

@@ -113,6 +113,19 @@ func benchmarkRouting() async throws {
         counter += 1
         _ = try await service.send(MessageDraft(to: .group("small"), text: "hello \(counter)"), as: "owner")
     }
+    // A thread's first reply by a member: it subscribes the member, which the group's bots hear of
+    // (its other members do not: a follow is private).
+    var parents: [Int64] = []
+    for index in 0..<320 {
+        parents.append(try await service.send(MessageDraft(to: .group("big"), text: "parent \(index)"), as: "owner").id)
+    }
+    var replier = 0
+    let reply = try await measure(runs: 300, warmup: 20) {
+        let parent = parents[replier]
+        replier += 1
+        _ = try await service.send(
+            MessageDraft(to: .group("big"), text: "a reply", parentMessageId: parent), as: "m\(replier)")
+    }
     // 64 senders at once: their sends share commits, and so the outbox pages each commit writes.
     let started = DispatchTime.now().uptimeNanoseconds
     try await fill(
@@ -124,6 +137,7 @@ func benchmarkRouting() async throws {
         [
             "members": 1_000, "send_1000_members_us": (big.median / 1000).rounded3,
             "send_2_members_us": (small.median / 1000).rounded3,
+            "first_reply_1000_members_us": (reply.median / 1000).rounded3,
             "routing_cost_per_message_us": ((big.median - small.median) / 1000).rounded3,
             "send_1000_members_64_senders_us_per_message": (together / 1000).rounded3,
             "outbox_rows_for_one_member": outbox,

@@ -44,4 +44,29 @@ import Testing
             #expect(try await subscriptionEvents(chat, for: "dave", after: start) == ["dave subscribed \(id)"])
         }
     }
+
+    /// The group's bots are read as they are at each change: a bot that joins hears the next one,
+    /// a bot that left hears no more (the list is remembered between writes, and forgotten when
+    /// the members change).
+    @Test func aBotThatJoinsOrLeavesIsToldFromItsNextChange() async throws {
+        try await withChat { chat in
+            for uid in ["early", "late"] {
+                _ = try await chat.service.createUser(uid: uid, name: uid, role: User.botRole)
+            }
+            try await chat.service.addMembers(to: "g", [("early", .participant)], by: "alice")
+            let start = try await chat.service.store.latestEventSequence()
+            let root = try await chat.say("root", as: "dave")
+            _ = try await chat.say("first", as: "bob", parent: root.id)
+            try await chat.service.addMembers(to: "g", [("late", .participant)], by: "alice")
+            try await chat.service.leave("g", as: "early")
+            _ = try await chat.service.subscribeToThread(root.id, as: "carol")
+
+            let id = root.id
+            #expect(
+                try await subscriptionEvents(chat, for: "early", after: start) == [
+                    "dave subscribed \(id)", "bob subscribed \(id)",
+                ])
+            #expect(try await subscriptionEvents(chat, for: "late", after: start) == ["carol subscribed \(id)"])
+        }
+    }
 }

@@ -73,6 +73,17 @@ extension SQLiteTransaction {
         }
     }
 
+    func botMemberUids(guid: String) throws -> [String] {
+        try remembered(guid, in: \.botMemberUids) {
+            try db.query(
+                """
+                SELECT m.uid FROM members m JOIN users u ON u.uid = m.uid
+                WHERE m.guid = ? AND u.role = ? ORDER BY m.uid
+                """, [.text(guid), .text(User.botRole)]
+            ) { $0.text(0) }
+        }
+    }
+
     func upsertMember(_ member: GroupMember) throws {
         reference?.forget()
         try db.run(

@@ -21,6 +21,7 @@ final class ReferenceCache: @unchecked Sendable {
     var groups: [String: Group?] = [:]
     var members: [MemberKey: GroupMember?] = [:]
     var memberUids: [String: [String]] = [:]
+    var botMemberUids: [String: [String]] = [:]
     var bans: [MemberKey: Bool] = [:]
     var preferences: [String: NotificationPreferences?] = [:]
     /// Each conversation's mutes, uid to end.
@@ -44,6 +45,7 @@ final class ReferenceCache: @unchecked Sendable {
         groups.removeAll(keepingCapacity: true)
         members.removeAll(keepingCapacity: true)
         memberUids.removeAll(keepingCapacity: true)
+        botMemberUids.removeAll(keepingCapacity: true)
         bans.removeAll(keepingCapacity: true)
         preferences.removeAll(keepingCapacity: true)
         mutes.removeAll(keepingCapacity: true)

@@ -83,6 +83,8 @@ public protocol ChatReadTransaction: NotificationReadTransaction {
     func member(guid: String, uid: String) throws -> GroupMember?
     func members(guid: String, limit: Int, after uid: String?) throws -> [GroupMember]
     func memberUids(guid: String) throws -> [String]
+    /// The members of `guid` whose user is a bot (``User/botRole``).
+    func botMemberUids(guid: String) throws -> [String]
     func isBanned(guid: String, uid: String) throws -> Bool
     func bannedUids(guid: String) throws -> [String]
     func message(_ id: Int64) throws -> Message?

@@ -66,13 +66,15 @@ extension ChatService {
         _ tx: any ChatWriteTransaction, parent: Message, uid: String, subscribed: Bool, at now: Int64
     ) throws {
         var users = [uid]
-        let others: [String]
         switch parent.receiver {
-        case .group(let guid): others = try tx.memberUids(guid: guid)
-        case .user(let receiver): others = [parent.sender, receiver]
-        }
-        for other in others where other != uid && !users.contains(other) {
-            if try tx.user(other)?.role == User.botRole { users.append(other) }
+        case .group(let guid):
+            // The group's bots from one remembered query: a role lookup a member cost a 1,000-member
+            // group's first replies 1,000 of them.
+            users += try tx.botMemberUids(guid: guid).filter { $0 != uid }
+        case .user(let receiver):
+            for other in [parent.sender, receiver] where other != uid && !users.contains(other) {
+                if try tx.user(other)?.role == User.botRole { users.append(other) }
+            }
         }
         let event = ChatEvent(
             name: subscribed ? .threadSubscribed : .threadUnsubscribed, conversationId: parent.conversationId,

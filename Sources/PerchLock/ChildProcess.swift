@@ -67,13 +67,19 @@ public final class ChildProcess: Sendable {
         let child = pid
         Self.living.withLock { _ = $0.insert(child) }
         let waiter = Thread { [self] in
-            var raw: Int32 = 0
-            while waitpid(child, &raw, 0) < 0, errno == EINTR {}
-            // WIFEXITED / WEXITSTATUS / WTERMSIG, which Swift's Glibc module does not export.
-            let signal = raw & 0x7f
-            let termination: Termination = signal == 0 ? .exit((raw >> 8) & 0xff) : .signal(signal)
-            ended.withLock { $0 = termination }
+            // Waited for without reaping first: until it is reaped its id is no other process's,
+            // so it leaves ``living`` and is marked ended (under the locks ``killAll()`` and
+            // ``terminate(_:)`` signal under) before the id can be given to another process.
+            var info = siginfo_t()
+            while waitid(P_PID, id_t(child), &info, WEXITED | WNOWAIT) < 0, errno == EINTR {}
             Self.living.withLock { _ = $0.remove(child) }
+            ended.withLock { ended in
+                var raw: Int32 = 0
+                while waitpid(child, &raw, 0) < 0, errno == EINTR {}
+                // WIFEXITED / WEXITSTATUS / WTERMSIG, which Swift's Glibc module does not export.
+                let signal = raw & 0x7f
+                ended = signal == 0 ? .exit((raw >> 8) & 0xff) : .signal(signal)
+            }
             exitSeen.signal()
             onExit?(self)
         }

@@ -176,7 +176,12 @@ import Testing
                     await api.respond(to: $0)
                 }
             }
-            let first = try serve(on: 0)
+            // Below the kernel's ephemeral ports (32768 and up here), which other tests' servers on
+            // port 0 and every outgoing connection draw from: the port is still free when the
+            // server comes back on it (in a full parallel run one of them took it once).
+            var started: HTTPServer?
+            for _ in 0..<100 where started == nil { started = try? serve(on: UInt16.random(in: 20_000..<32_000)) }
+            let first = try #require(started)
             let port = first.port
             let base = URL(string: "http://127.0.0.1:\(port)")!
             let wrong = APIClient(base: base, apiKey: "not-the-key", onBehalfOf: "carol")

@@ -3,8 +3,9 @@
 
 Perch starts it with the bot's `exec:` command and speaks JSON-RPC 2.0 over stdin/stdout, one JSON
 object per line. Methods: `initialize` (params: config, plugin), `event` (every event the bot
-hears) and `handle` (a rule's `plugin:` action). A result may hold `actions`, in the bot-file
-vocabulary. Log to stderr: stdout is the protocol.
+hears, unless the answer to `initialize` lists the ones wanted: this plugin wants none) and
+`handle` (a rule's `plugin:` action). A result may hold `actions`, in the bot-file vocabulary. Log
+to stderr: stdout is the protocol.
 
 Config (from the bot file's `config:`): `prefix` (default "echo: ").
 """
@@ -78,7 +79,8 @@ for line in sys.stdin:
     params = request.get("params") or {}
     if method == "initialize":
         config = params.get("config") or {}
-        respond(request.get("id"), {"name": "echo"})
+        # It acts on its commands only: the host need not send it the room's every event.
+        respond(request.get("id"), {"name": "echo", "events": []})
     elif method == "handle":
         respond(request.get("id"), handle(params))
     elif method == "event":

@@ -13,7 +13,8 @@ import PerchService
 /// `reply_rule` and `jsonrpc_plugin` have the plugin in the bot, hearing every event (after the
 /// rules), so their difference is the `handle` call alone; `reply_rule_no_plugin` and
 /// `jsonrpc_plugin_no_events` (a plugin that asked for no events) are what a bot with a command
-/// plugin costs without it. `pipe_echo` is the floor under a call: the same plugin driven over
+/// plugin costs without it, and `reply_rule_no_events_plugin` what such a plugin costs the bot's
+/// rules. `pipe_echo` is the floor under a call: the same plugin driven over
 /// its pipes by a thread that does nothing else, with a request of the same shape.
 func benchmarkPlugins() async throws {
     let runs = environmentInt("PERCH_BENCH_PLUGIN_RUNS", default: 2000)
@@ -35,6 +36,7 @@ func benchmarkPlugins() async throws {
         ("reply_rule", "  - on: { command: ping }\n    do: [{ reply: pong }]", "!ping", plugins),
         ("jsonrpc_plugin", "  - on: { command: ping }\n    do: [{ plugin: echo }]", "!ping", plugins),
         ("reply_rule_no_plugin", "  - on: { command: ping }\n    do: [{ reply: pong }]", "!ping", ""),
+        ("reply_rule_no_events_plugin", "  - on: { command: ping }\n    do: [{ reply: pong }]", "!ping", commandsOnly),
         ("jsonrpc_plugin_no_events", "  - on: { command: ping }\n    do: [{ plugin: echo }]", "!ping", commandsOnly),
         (
             "regex_rule",

@@ -388,3 +388,34 @@ import Testing
         #expect(ExternalPlugin.shown(Data("short".utf8)) == #""short""#)
     }
 }
+
+/// A Swift plugin that hears edits only, and writes down each event it is called with.
+struct EditListener: BotPlugin {
+    static let name = "edits"
+    static let heard = Lock<[String]>([])
+    init(configuration: NoConfiguration) {}
+    func hears(_ name: EventName) -> Bool { name == .messageEdited }
+    func onEvent(_ context: BotContext) async throws {
+        Self.heard.withLock { $0.append(context.event.name.rawValue) }
+    }
+}
+
+/// `hears`: a plugin is called only for the events it wants, and the bot's rules answer the others
+/// as they would without it.
+@Suite(.serialized) struct PluginHearingTests {
+    @Test func aSwiftPluginIsCalledForTheEventsItHearsOnly() async throws {
+        EditListener.heard.withLock { $0 = [] }
+        var registry = PluginRegistry.standard
+        registry.register(EditListener.self)
+        let bot = botFile(
+            "  - on: { command: ping }\n    do: [{ reply: pong }]", extra: "plugins:\n  - name: edits")
+        try await withTestHost(config: hostConfig, bots: ["b.yaml": bot], registry: registry) { chat in
+            let said = try await chat.post("!ping", as: "carol", to: .group("room"))
+            _ = try await chat.waitForMessage(in: .group("room")) { $0.text == "pong" }
+            _ = try await chat.service.edit(said.id, text: "!ping again", as: "carol")
+            _ = try await chat.waitFor("the edit heard") { EditListener.heard.withLock { $0.isEmpty ? nil : true } }
+            try await chat.settle()
+            #expect(EditListener.heard.withLock { $0 } == ["onMessageEdited"])
+        }
+    }
+}

@@ -302,7 +302,9 @@ final class BotRuntime: Sendable {
         await lookUp(&facts, sender: bot.needsSender, scope: bot.needsSenderScope, parent: false)
         if bot.hasUsages { await parseArguments(&facts) }
         let decisions = decide(facts)
-        guard !decisions.isEmpty || !bot.plugins.isEmpty else { return }
+        let listening =
+            bot.plugins.isEmpty ? [] : bot.plugins.filter { $0.value.hears(event.name) }.sorted { $0.key < $1.key }
+        guard !decisions.isEmpty || !listening.isEmpty else { return }
         await lookUp(&facts, sender: true, scope: false, parent: true, actor: true)
         if let message = facts.message, facts.sender?.isBot == true,
             LoopGuard.hops(of: message, senderIsBot: true) >= maximumHops
@@ -316,7 +318,7 @@ final class BotRuntime: Sendable {
             let context = makeContext(facts, captures: decision.captures, numbering: numbering)
             for (index, action) in decision.actions.enumerated() {
                 let isLastStep =
-                    number == decisions.count - 1 && index == decision.actions.count - 1 && bot.plugins.isEmpty
+                    number == decisions.count - 1 && index == decision.actions.count - 1 && listening.isEmpty
                 if let sends, isLastStep, let answer = action.answer {
                     // Handed to the store now, in event order; the lane goes on to its next event.
                     queue(
@@ -327,9 +329,9 @@ final class BotRuntime: Sendable {
                 }
             }
         }
-        if !bot.plugins.isEmpty {
+        if !listening.isEmpty {
             let context = makeContext(facts, captures: [:], numbering: numbering)
-            for (name, plugin) in bot.plugins.sorted(by: { $0.key < $1.key }) {
+            for (name, plugin) in listening {
                 await guarded(plugin: name) { try await plugin.onEvent(context) }
             }
         }

@@ -97,6 +97,10 @@ public protocol BotPlugin: Sendable {
     /// Every event the bot hears. The default calls the hook named after the event; override it to
     /// take all events in one place.
     func onEvent(_ context: BotContext) async throws
+    /// Whether ``onEvent(_:)`` wants events named `name`. A plugin that does not is not called for
+    /// them, and the host then commits the rules' last reply to such an event without waiting for
+    /// it. The default: every event.
+    func hears(_ name: EventName) -> Bool
 }
 
 extension BotPlugin {
@@ -120,6 +124,7 @@ extension BotPlugin {
     public func onGroupMemberEvent(_ context: BotContext) async throws {}
     public func onThreadSubscriptionChanged(parentMessageId: Int64, uid: String, isSubscribed: Bool) async {}
     public func onNotification(_ notification: NotificationRecord, bot: BotIdentity) async throws {}
+    public func hears(_ name: EventName) -> Bool { true }
 
     public func onEvent(_ context: BotContext) async throws {
         switch context.event.name {

@@ -130,9 +130,7 @@ final class ExternalPlugin: BotPlugin, @unchecked Sendable {
     func onEvent(_ context: BotContext) async throws {
         let name = context.event.name
         guard name == .threadSubscribed || name == .threadUnsubscribed else {
-            // A plugin that listed the events it handles is not asked about the others: a command
-            // plugin costs a busy room nothing but its commands.
-            if let wanted = state.withLock({ $0.events }), !wanted.contains(name.rawValue) { return }
+            guard hears(name) else { return }
             return try await call("event", context)
         }
         guard let parent = context.event.message?.id, let uid = context.event.actor else { return }
@@ -141,6 +139,16 @@ final class ExternalPlugin: BotPlugin, @unchecked Sendable {
         params["uid"] = .string(uid)
         params["isSubscribed"] = .bool(name == .threadSubscribed)
         _ = try await request("threadSubscriptionChanged", params: .object(params))
+    }
+
+    /// The events the child listed in its `initialize` answer, or every event without a list (or
+    /// before it answered); a change of a thread subscription always (`threadSubscriptionChanged`).
+    /// A plugin that listed the events it handles is not asked about the others: a command plugin
+    /// costs a busy room nothing but its commands.
+    func hears(_ name: EventName) -> Bool {
+        if name == .threadSubscribed || name == .threadUnsubscribed { return true }
+        guard let wanted = state.withLock({ $0.events }) else { return true }
+        return wanted.contains(name.rawValue)
     }
 
     /// `notification` with `{bot, plugin, notification}`; the answer's result is not read.

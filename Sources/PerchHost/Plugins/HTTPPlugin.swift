@@ -106,6 +106,9 @@ final class HTTPPlugin: BotPlugin, @unchecked Sendable {
     /// token, as Slack's webhook URLs do).
     var shownURL: String { "\(url.scheme ?? "http")://\(url.host ?? "")" + (url.port.map { ":\($0)" } ?? "") }
 
+    /// Posted for its `plugin:` actions only, never for an event.
+    func hears(_ name: EventName) -> Bool { false }
+
     func handle(_ context: BotContext) async throws {
         let answer = try await post(
             "handle", ExternalPlugin.params(context),

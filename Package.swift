@@ -61,8 +61,8 @@ let package = Package(
                 "PerchRegex", "PerchYAML", "PerchLock",
             ]
         ),
-        // The host's HTTP clients: for plugins reached over HTTP (URLSession), and libcurl's lanes
-        // for the Matrix backend and the notification webhooks. Apart, so that a program embedding
+        // The host's HTTP client, libcurl's lanes: for plugins reached over HTTP, the Matrix backend
+        // and the notification webhooks. Apart, so that a program embedding
         // the host without them does not load libcurl.
         .target(name: "PerchHTTPClient", dependencies: ["CCurl", "PerchHost", "PerchLock"]),
         // Example plugins, loaded and run by the tests (examples/plugins holds the Python one).

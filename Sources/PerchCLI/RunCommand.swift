@@ -62,7 +62,8 @@ public enum RunCommand {
                 logger: logger, registry: Perch.registry, schedulesFromTimer: !isDryRun, consumeEvents: !isDryRun,
                 // The bots a request's commit resumes run on that request's connection thread once
                 // it has answered, instead of waking a thread of the pool (JoiningExecutor).
-                executor: JoiningExecutor(), httpClient: URLSessionPluginClient(), backend: backend))
+                executor: JoiningExecutor(), httpClient: CurlPostClient(lanes: 8, name: "perch-plugin-http"),
+                backend: backend))
         do {
             try await host.start()
         } catch {

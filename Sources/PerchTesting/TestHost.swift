@@ -143,7 +143,8 @@ public func writeTestConfiguration(config: String, bots: [String: String]) throw
 public func withTestHost(
     config: String, bots: [String: String] = [:], registry: PluginRegistry = .standard,
     environment: [String: String] = [:], executor: (any TaskExecutor)? = nil,
-    httpClient: (any PluginHTTPClient)? = URLSessionPluginClient(), _ body: (TestChat) async throws -> Void
+    httpClient: (any PluginHTTPClient)? = CurlPostClient(lanes: 4, name: "perch-test-plugin-http"),
+    _ body: (TestChat) async throws -> Void
 ) async throws {
     let directory = try writeTestConfiguration(config: config, bots: bots)
     defer { try? FileManager.default.removeItem(atPath: directory) }
@@ -157,7 +158,8 @@ public func withTestHost(
 public func withTestHost(
     configPath: String, dataDirectory: String? = nil, registry: PluginRegistry = .standard,
     environment: [String: String] = [:], executor: (any TaskExecutor)? = nil,
-    httpClient: (any PluginHTTPClient)? = URLSessionPluginClient(), _ body: (TestChat) async throws -> Void
+    httpClient: (any PluginHTTPClient)? = CurlPostClient(lanes: 4, name: "perch-test-plugin-http"),
+    _ body: (TestChat) async throws -> Void
 ) async throws {
     let data =
         dataDirectory

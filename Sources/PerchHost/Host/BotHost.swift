@@ -47,7 +47,7 @@ public actor BotHost {
         /// bots a request's commit resumed on that request's HTTP connection thread.
         public var executor: (any TaskExecutor)?
         /// Posts to the plugins reached over HTTP (`url:`); nil: a bot with one does not load.
-        /// `perch` gives `PerchHTTPClient`'s `URLSessionPluginClient`.
+        /// `perch` gives `PerchHTTPClient`'s `CurlPostClient`.
         public var httpClient: (any PluginHTTPClient)?
         /// The chat server the bots live on (config.yaml's `backend`): the embedded service, or a
         /// connector that mirrors another server into the store (`PerchMatrix`).

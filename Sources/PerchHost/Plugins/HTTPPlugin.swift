@@ -3,9 +3,9 @@ import PerchChat
 import PerchLock
 
 /// How the host posts to a plugin reached over HTTP. `perch` gives ``BotHost/Options/httpClient``
-/// the URLSession one of `PerchHTTPClient`; the protocol keeps an HTTP client library (libcurl,
-/// under FoundationNetworking, which costs memory and start-up time) out of every program that embeds the
-/// host without using it.
+/// `PerchHTTPClient`'s `CurlPostClient` (libcurl lanes: URLSession on Linux was seen to hang a post
+/// in a full parallel test run); the protocol keeps an HTTP client library out of every program
+/// that embeds the host without using it.
 public protocol PluginHTTPClient: Sendable {
     /// POSTs `body` to `url` with `headers`; gives up once `time` has passed.
     /// - Returns: the answer's status and body.

@@ -7,7 +7,7 @@ import PerchTestSupport
 import Testing
 
 /// The host's HTTP client for plugins reached over HTTP, against a server on loopback.
-@Suite struct URLSessionPluginClientTests {
+@Suite struct PluginHTTPClientTests {
     /// A server on loopback that records what it is posted and answers `answer`, after `delay`.
     final class LoopbackService: Sendable {
         let requests = Lock<[HTTPRequest]>([])
@@ -29,7 +29,7 @@ import Testing
 
     @Test func aPostCarriesItsHeadersAndBodyAndAnswersTheStatusAndBody() async throws {
         let service = try LoopbackService(answer: .json(202, #"{"ok": true}"#))
-        let (status, body) = try await URLSessionPluginClient().post(
+        let (status, body) = try await CurlPostClient(lanes: 1, name: "test-plugin-http").post(
             URL(string: service.url)!,
             headers: ["X-Perch-Signature-256": "sha256=ab", "Content-Type": "application/json"],
             body: Array(#"{"n": 1}"#.utf8), within: .seconds(30))
@@ -50,7 +50,8 @@ import Testing
         defer { close(descriptor) }
         let url = URL(string: "http://127.0.0.1:\(port)/hook")!
         do {
-            _ = try await URLSessionPluginClient().post(url, headers: [:], body: [], within: .seconds(20))
+            _ = try await CurlPostClient(lanes: 1, name: "test-plugin-http").post(
+                url, headers: [:], body: [], within: .seconds(20))
             Issue.record("a post to a closed port was answered")
         } catch {
             guard case .unreachable = error else {
@@ -60,11 +61,10 @@ import Testing
         }
     }
 
-    /// The client's timer may cancel a post before it has started, which then throws
-    /// CancellationError, not a URLError: that is the time running out, not the host stopping.
+    /// A post out of time, however short the time, is a timeout, not the host stopping.
     @Test func aPostOutOfTimeBeforeItStartsIsATimeout() async throws {
         let slow = try LoopbackService(delay: .milliseconds(500))
-        let client = URLSessionPluginClient()
+        let client = CurlPostClient(lanes: 1, name: "test-plugin-http")
         for time in [Duration.zero, .nanoseconds(1), .milliseconds(50)] {
             do {
                 _ = try await client.post(URL(string: slow.url)!, headers: [:], body: [], within: time)

@@ -1,10 +1,11 @@
 import Foundation
 import PerchHTTP
-import PerchHTTPClient
 import PerchHost
 import PerchLock
 import PerchTestSupport
 import Testing
+
+@testable import PerchHTTPClient
 
 /// The host's HTTP client for plugins reached over HTTP, against a server on loopback.
 @Suite struct PluginHTTPClientTests {
@@ -83,6 +84,30 @@ import Testing
             #expect(error as? PluginHTTPFailure == .cancelled)
         }
         await slow.stop()
+    }
+}
+
+extension PluginHTTPClientTests {
+    /// A client makes its lanes as posts need them: none before the first post (a host without
+    /// HTTP plugins starts no thread and no libcurl), one for posts one at a time, more for posts
+    /// at once.
+    @Test func lanesAreMadeAsPostsNeedThem() async throws {
+        let service = try LoopbackService(delay: .milliseconds(500))
+        let client = CurlPostClient(lanes: 4, name: "lazylane")
+        let url = URL(string: service.url)!
+        #expect(client.madeLanes == 0)
+        for _ in 0..<2 {
+            #expect(try await client.post(url, headers: [:], body: [], within: .seconds(20)).status == 200)
+        }
+        #expect(client.madeLanes == 1)
+        try await withThrowingTaskGroup(of: Int.self) { group in
+            for _ in 0..<6 {
+                group.addTask { try await client.post(url, headers: [:], body: [], within: .seconds(20)).status }
+            }
+            for try await status in group { #expect(status == 200) }
+        }
+        #expect(client.madeLanes == 4)
+        await service.stop()
     }
 }
 

@@ -22,7 +22,7 @@ struct JSONBody {
         }
         let parsed: JSONValue
         do {
-            parsed = try JSONReader.read(text) { try $0.value() }
+            parsed = try JSONValue(parsing: text)
         } catch {
             throw .badRequest("body", "malformed \(error)")
         }

@@ -129,10 +129,8 @@ final class ExternalPlugin: BotPlugin, @unchecked Sendable {
     /// `threadSubscriptionChanged` with `{bot, parentMessageId, uid, isSubscribed, event}`.
     func onEvent(_ context: BotContext) async throws {
         let name = context.event.name
-        guard name == .threadSubscribed || name == .threadUnsubscribed else {
-            guard hears(name) else { return }
-            return try await call("event", context)
-        }
+        // The host calls it only for the events it ``hears(_:)``.
+        guard name == .threadSubscribed || name == .threadUnsubscribed else { return try await call("event", context) }
         guard let parent = context.event.message?.id, let uid = context.event.actor else { return }
         var params = Self.params(context)
         params["parentMessageId"] = .number(Double(parent))

@@ -45,7 +45,7 @@ final class JSONCoder {
     /// hand-written reader: `JSONDecoder` cost more than the rest of reading a row.
     func decode(_ text: String?) -> JSONValue? {
         guard let text else { return nil }
-        return try? JSONReader.read(text) { try $0.value() }
+        return try? JSONValue(parsing: text)
     }
 
     func decode(_ text: String?) -> [String]? {

@@ -110,7 +110,7 @@ extension ChatService {
 
     /// A stored value as JSON: JSON as written, plain text as a string.
     static func decode(_ stored: StoredPluginValue) -> JSONValue {
-        guard stored.isJSON, let value = try? JSONReader.read(stored.text, { try $0.value() }) else {
+        guard stored.isJSON, let value = try? JSONValue(parsing: stored.text) else {
             return .string(stored.text)
         }
         return value

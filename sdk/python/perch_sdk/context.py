@@ -39,6 +39,16 @@ class _Caller:
         # A plain handler, on a thread of its own: wait here for the answer.
         return asyncio.run_coroutine_threadsafe(coroutine, self._runtime.loop).result()
 
+    @staticmethod
+    def _then(answer, pick):
+        """`pick` applied to a call's result (None without one): awaitable when the call was."""
+        if asyncio.iscoroutine(answer):
+            async def picked():
+                result = await answer
+                return pick(result) if pick else None
+            return picked()
+        return pick(answer) if pick else None
+
 
 class Storage(_Caller):
     """The bot's key-value store (docs/plugins.md, "Storage"); `namespace` keeps a plugin's keys
@@ -53,13 +63,7 @@ class Storage(_Caller):
 
     def _storage(self, method: str, params: dict, pick=None):
         params = dict(params, namespace=self._namespace)
-        answer = self._call("host.storage." + method, params)
-        if asyncio.iscoroutine(answer):
-            async def picked():
-                result = await answer
-                return pick(result) if pick else None
-            return picked()
-        return pick(answer) if pick else None
+        return self._then(self._call("host.storage." + method, params), pick)
 
     def get(self, key: str):
         """The value, or None when absent or expired."""
@@ -130,15 +134,6 @@ class Host(_Caller):
 
     def _message(self, answer):
         return self._then(answer, lambda result: Message.from_json(result.get("message")))
-
-    @staticmethod
-    def _then(answer, pick):
-        if asyncio.iscoroutine(answer):
-            async def picked():
-                result = await answer
-                return pick(result) if pick else None
-            return picked()
-        return pick(answer) if pick else None
 
 
 class Context(Host):
